@@ -1,0 +1,207 @@
+"""Audio I/O and features: read, mono, resample, trim, log-mel, normalisation.
+
+The log-mel follows the ARCTIC recipes of ESPnet and seq2seq-vc so numbers
+compare: magnitude STFT (zero-padded, centred frames), Slaney mel filterbank
+(`librosa.filters.mel` defaults), log_base(max(mel, log_floor)).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import librosa
+import numpy as np
+import soundfile as sf
+import torch
+
+from vc.config import AudioConfig
+from vc.errors import AudioError
+
+SILENCE_PEAK = 1e-4  # a signal whose peak is below this (about -80 dBFS) is silent
+
+
+def read_audio(path: str | Path, config: AudioConfig) -> np.ndarray:
+    """Read any file soundfile reads, mix to mono, resample, trim silence.
+
+    Returns float32 samples at ``config.sample_rate``. Every way a file can be
+    unusable raises AudioError with a one-line message naming the file.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise AudioError(f"input not found: {path}")
+    if path.is_dir():
+        raise AudioError(f"{path} is a folder, expected an audio file")
+    try:
+        info = sf.info(str(path))
+    except Exception as exc:  # soundfile raises several types for non-audio
+        raise AudioError(f"cannot read {path} as audio: {_first_line(exc)}") from None
+    if info.frames == 0:
+        raise AudioError(f"{path} has no samples")
+    if info.frames / info.samplerate > config.max_duration:
+        raise AudioError(
+            f"{path} lasts {info.frames / info.samplerate:.0f} s, more than audio.max_duration="
+            f"{config.max_duration:.0f} s; split it at pauses first"
+        )
+    try:
+        wave, sample_rate = sf.read(str(path), dtype="float32", always_2d=True)
+    except Exception as exc:
+        raise AudioError(f"cannot read {path} as audio: {_first_line(exc)}") from None
+    return prepare_wave(wave.mean(axis=1), sample_rate, config, name=str(path))
+
+
+def prepare_wave(wave: np.ndarray, sample_rate: int, config: AudioConfig, name: str = "input") -> np.ndarray:
+    """Validate a mono or (samples, channels) array, resample and trim it."""
+    wave = np.asarray(wave, dtype=np.float32)
+    if wave.ndim == 2:
+        wave = wave.mean(axis=1)
+    if wave.ndim != 1:
+        raise AudioError(f"{name}: expected a 1-D or (samples, channels) array, got shape {wave.shape}")
+    if wave.size == 0:
+        raise AudioError(f"{name} has no samples")
+    if not np.isfinite(wave).all():
+        raise AudioError(f"{name} contains NaN or infinite samples")
+    if np.abs(wave).max() < SILENCE_PEAK:
+        raise AudioError(f"{name} is silent")
+    if sample_rate != config.sample_rate:
+        wave = librosa.resample(wave, orig_sr=sample_rate, target_sr=config.sample_rate)
+    if config.trim_top_db > 0:
+        wave, _ = librosa.effects.trim(
+            wave, top_db=config.trim_top_db, frame_length=config.win_length, hop_length=config.hop_length
+        )
+    if wave.size < config.win_length:
+        raise AudioError(
+            f"{name} is too short: {wave.size} samples of sound, at least {config.win_length} needed"
+        )
+    return wave.astype(np.float32)
+
+
+def write_audio(path: str | Path, wave: np.ndarray, sample_rate: int) -> None:
+    """Write a wav atomically: a temp file in the same folder, then rename."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise AudioError(f"cannot write {path}: {exc.strerror}") from None
+    try:
+        with os.fdopen(handle, "wb") as out:
+            sf.write(out, np.clip(wave, -1.0, 1.0), sample_rate, format="WAV", subtype="PCM_16")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def mel_basis(config: AudioConfig) -> np.ndarray:
+    """(n_mels, n_fft // 2 + 1) Slaney-scale, Slaney-normalised filterbank."""
+    return librosa.filters.mel(
+        sr=config.sample_rate,
+        n_fft=config.n_fft,
+        n_mels=config.n_mels,
+        fmin=config.fmin,
+        fmax=config.fmax,
+        htk=False,
+        norm="slaney",
+    )
+
+
+class LogMel(torch.nn.Module):
+    """Batched log-mel spectrogram with torch.stft; runs wherever its buffers are.
+
+    Shapes:
+        waves: (B, samples), zero-padded; wave_lens: (B,)
+        returns: (B, frames, n_mels) and frame lengths (B,)
+    """
+
+    def __init__(self, config: AudioConfig):
+        super().__init__()
+        self.config = config
+        self.register_buffer("window", torch.hann_window(config.win_length), persistent=False)
+        self.register_buffer("basis", torch.from_numpy(mel_basis(config)), persistent=False)
+
+    def magnitude(self, waves: torch.Tensor) -> torch.Tensor:
+        """(B, samples) -> (B, n_fft // 2 + 1, frames) magnitude (power 1)."""
+        c = self.config
+        spec = torch.stft(
+            waves,
+            n_fft=c.n_fft,
+            hop_length=c.hop_length,
+            win_length=c.win_length,
+            window=self.window,
+            center=True,
+            pad_mode="constant",
+            return_complex=True,
+        )
+        return spec.abs()
+
+    def forward(self, waves: torch.Tensor, wave_lens: torch.Tensor | None = None):
+        c = self.config
+        spec = self.magnitude(waves) ** c.spectrogram_power
+        mel = torch.matmul(self.basis, spec).transpose(1, 2)  # (B, frames, n_mels)
+        logmel = torch.log(mel.clamp(min=c.log_floor)) / np.log(c.log_base)
+        if wave_lens is None:
+            wave_lens = torch.full((waves.shape[0],), waves.shape[1], device=waves.device)
+        frame_lens = wave_lens // c.hop_length + 1
+        return logmel, frame_lens
+
+
+def logmel_numpy(wave: np.ndarray, config: AudioConfig, extractor: LogMel | None = None) -> np.ndarray:
+    """One utterance -> (frames, n_mels) float32 log-mel on the CPU."""
+    extractor = extractor or LogMel(config)
+    with torch.no_grad():
+        mel, _ = extractor(torch.from_numpy(wave)[None])
+    return mel[0].numpy()
+
+
+@dataclass
+class FeatureStats:
+    """Per-speaker mean and standard deviation of log-mel bands (training set only)."""
+
+    mean: np.ndarray
+    std: np.ndarray
+
+    @classmethod
+    def from_features(cls, features: list[np.ndarray]) -> FeatureStats:
+        if not features:
+            raise AudioError("cannot compute statistics from zero utterances")
+        total = np.zeros(features[0].shape[1], dtype=np.float64)
+        total_sq = np.zeros_like(total)
+        count = 0
+        for feat in features:
+            total += feat.sum(axis=0)
+            total_sq += np.square(feat, dtype=np.float64).sum(axis=0)
+            count += feat.shape[0]
+        mean = total / count
+        std = np.sqrt(np.maximum(total_sq / count - mean**2, 1e-8))
+        return cls(mean.astype(np.float32), std.astype(np.float32))
+
+    def normalize(self, feat):
+        mean, std = self._like(feat)
+        return (feat - mean) / std
+
+    def denormalize(self, feat):
+        mean, std = self._like(feat)
+        return feat * std + mean
+
+    def _like(self, feat):
+        if isinstance(feat, torch.Tensor):
+            return (
+                torch.as_tensor(self.mean, dtype=feat.dtype, device=feat.device),
+                torch.as_tensor(self.std, dtype=feat.dtype, device=feat.device),
+            )
+        return self.mean, self.std
+
+    def to_dict(self) -> dict[str, list[float]]:
+        return {"mean": self.mean.tolist(), "std": self.std.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, list[float]]) -> FeatureStats:
+        return cls(np.asarray(data["mean"], dtype=np.float32), np.asarray(data["std"], dtype=np.float32))

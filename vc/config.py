@@ -1,0 +1,240 @@
+"""Typed configuration: dataclasses, strict YAML loading and dotted overrides.
+
+YAML keys equal dataclass field names equal constructor keyword arguments, so a
+key means the same thing everywhere. Unknown keys and wrong types are errors
+that name the valid keys: a typo must never be silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vc.errors import ConfigError
+
+
+@dataclass
+class AudioConfig:
+    sample_rate: int = 16000
+    n_fft: int = 1024
+    win_length: int = 1024
+    hop_length: int = 256
+    n_mels: int = 80
+    fmin: float = 80.0
+    fmax: float = 7600.0
+    # Magnitude (1.0) or power (2.0) spectrogram under the mel filterbank.
+    spectrogram_power: float = 1.0
+    # log_base(max(mel, log_floor)); both stored in every checkpoint.
+    log_base: float = 10.0
+    log_floor: float = 1e-10
+    # Leading/trailing silence quieter than peak - trim_top_db is cut (0 = off).
+    trim_top_db: float = 30.0
+    # Inputs longer than this are refused with a clear error (seconds).
+    max_duration: float = 60.0
+
+
+@dataclass
+class ModelConfig:
+    # The number of mel bands comes from audio.n_mels.
+    # Encoder: frame stacking, prenet, convolutions, bidirectional LSTM.
+    encoder_reduction_factor: int = 2
+    encoder_prenet_dim: int = 256
+    encoder_conv_layers: int = 2
+    encoder_conv_channels: int = 256
+    encoder_conv_kernel: int = 5
+    encoder_hidden_dim: int = 128  # per direction; annotations are 2x this
+    encoder_dropout: float = 0.1
+    # Attention: location | content | dot | general | location_general.
+    attention_type: str = "location"
+    attention_dim: int = 128
+    attention_location_filters: int = 32
+    attention_location_kernel: int = 31
+    # Decoder: prenet, attention RNN, two residual decoder RNN layers.
+    reduction_factor: int = 2
+    decoder_prenet_dim: int = 256
+    decoder_prenet_dropout: float = 0.5  # stays on at inference (Tacotron 2)
+    attention_rnn_dim: int = 256
+    decoder_rnn_dim: int = 256
+    # Postnet (Tacotron 2): residual conv stack on the predicted mels.
+    postnet_layers: int = 5
+    postnet_channels: int = 256
+    postnet_kernel: int = 5
+    postnet_dropout: float = 0.5
+
+
+@dataclass
+class InferenceConfig:
+    stop_threshold: float = 0.5
+    # Never stop before min_ratio x source frames, never decode past max_ratio x.
+    min_ratio: float = 0.2
+    max_ratio: float = 3.0
+    # Monotonic window at inference: attend only to [peak - back, peak + forward].
+    use_monotonic_window: bool = False
+    window_backward: int = 2
+    window_forward: int = 6
+
+
+@dataclass
+class VocoderConfig:
+    griffin_lim_iters: int = 32
+    momentum: float = 0.99
+    # Magnitudes are raised to this power before phase recovery (sharpens).
+    magnitude_power: float = 1.3
+
+
+@dataclass
+class DataConfig:
+    train_list: str = ""
+    dev_list: str = ""
+    cache_dir: str = ""  # defaults to EXP/features
+    batch_size: int = 32
+    num_workers: int = 0
+    # Fixed dev utterances whose alignments are logged (first N of the dev list).
+    num_fixed_utterances: int = 2
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 1
+    max_steps: int = 2000
+    max_minutes: float = 0.0  # 0 = no time limit
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-6
+    warmup_steps: int = 100
+    # Learning rate decays as 1/sqrt(step) after warmup (Noam-style).
+    decay: str = "noam"
+    grad_clip: float = 1.0
+    stop_pos_weight: float = 5.0
+    guided_attention_sigma: float = 0.4
+    guided_attention_weight: float = 10.0
+    # The guided attention weight is multiplied by this every 1000 steps.
+    guided_attention_decay: float = 1.0
+    eval_every: int = 200
+    log_every: int = 10
+    keep_checkpoints: int = 3
+    evolution_columns: int = 8
+    amp: bool = True  # only used on CUDA
+
+
+@dataclass
+class Config:
+    audio: AudioConfig = field(default_factory=AudioConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    inference: InferenceConfig = field(default_factory=InferenceConfig)
+    vocoder: VocoderConfig = field(default_factory=VocoderConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Config:
+        return _build(cls, data or {}, prefix="")
+
+    def with_overrides(self, overrides: list[str]) -> Config:
+        data = self.to_dict()
+        for item in overrides:
+            _apply_override(data, item)
+        return Config.from_dict(data)
+
+
+def _field_types(cls) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _build(cls, data: dict[str, Any], prefix: str):
+    if not isinstance(data, dict):
+        raise ConfigError(f"'{prefix.rstrip('.') or 'config'}' must be a mapping, got {data!r}")
+    types_ = _field_types(cls)
+    unknown = sorted(set(data) - set(types_))
+    if unknown:
+        raise ConfigError(
+            f"unknown config key '{prefix}{unknown[0]}'; valid keys: {', '.join(prefix + k for k in types_)}"
+        )
+    kwargs = {}
+    for name, value in data.items():
+        kind = types_[name]
+        key = prefix + name
+        if dataclasses.is_dataclass(kind):
+            kwargs[name] = _build(kind, value, prefix=key + ".")
+        else:
+            kwargs[name] = _check_type(key, value, kind)
+    return cls(**kwargs)
+
+
+def _check_type(key: str, value: Any, kind: Any) -> Any:
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        for option in typing.get_args(kind):
+            try:
+                return _check_type(key, value, option)
+            except ConfigError:
+                continue
+        raise ConfigError(f"config key '{key}' expects {kind}, got {value!r}")
+    if kind is type(None):
+        if value is None:
+            return None
+    elif kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif kind is bool or kind is str:
+        if isinstance(value, kind):
+            return value
+    elif origin is list:
+        if isinstance(value, list):
+            (item_kind,) = typing.get_args(kind)
+            return [_check_type(key, v, item_kind) for v in value]
+    else:
+        raise ConfigError(f"config key '{key}' has an unsupported type {kind}")
+    name = getattr(kind, "__name__", str(kind))
+    raise ConfigError(f"config key '{key}' expects {name}, got {value!r}")
+
+
+def _apply_override(data: dict[str, Any], item: str) -> None:
+    if "=" not in item:
+        raise ConfigError(f"override '{item}' must look like section.key=value")
+    dotted, raw = item.split("=", 1)
+    parts = dotted.strip().split(".")
+    node = data
+    for depth, part in enumerate(parts[:-1]):
+        if not isinstance(node.get(part), dict):
+            valid = ", ".join(k for k, v in node.items() if isinstance(v, dict))
+            where = ".".join(parts[: depth + 1])
+            raise ConfigError(f"unknown config section '{where}'; valid sections: {valid}")
+        node = node[part]
+    if parts[-1] not in node:
+        prefix = ".".join(parts[:-1])
+        valid = ", ".join(f"{prefix}.{k}" if prefix else k for k in node)
+        raise ConfigError(f"unknown config key '{dotted}'; valid keys: {valid}")
+    # YAML parses the value so that 3 -> int, 0.5 -> float, true -> bool.
+    node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
+    """Load a YAML config (missing sections keep their defaults) and apply overrides."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path}")
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    config = Config.from_dict(data)
+    return config.with_overrides(overrides or [])
+
+
+def dump_config(config: Config) -> str:
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)

@@ -1,0 +1,21 @@
+"""Errors a user can cause. The CLI prints them as one line and exits non-zero."""
+
+
+class VcError(Exception):
+    """Base class: the message is complete and meant for the user."""
+
+
+class ConfigError(VcError):
+    pass
+
+
+class AudioError(VcError):
+    pass
+
+
+class CheckpointError(VcError):
+    pass
+
+
+class DataError(VcError):
+    pass

@@ -1,0 +1,79 @@
+"""Training losses: masked spectral L1 + L2, stop-token BCE, guided attention."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch.nn import functional as F
+
+from vc.model import Seq2SeqOutput, decoder_steps
+from vc.model.layers import make_pad_mask
+
+
+class Losses(NamedTuple):
+    total: torch.Tensor
+    spectral: torch.Tensor  # L1 + L2, before and after the postnet
+    stop: torch.Tensor
+    guided_attention: torch.Tensor
+
+
+def masked_spectral_loss(pred: torch.Tensor, tgt: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+    """L1 + L2 over the true frames only. pred, tgt: (B, T, D); lens: (B,)."""
+    valid = (~make_pad_mask(lens, tgt.shape[1])).unsqueeze(-1).to(pred.dtype)
+    count = valid.sum() * tgt.shape[2]
+    diff = (pred - tgt) * valid
+    return (diff.abs().sum() + diff.square().sum()) / count
+
+
+def stop_labels(lens: torch.Tensor, frames: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Labels and mask on the FRAME axis (B, frames): 1 on each item's last frame.
+
+    With r > 1 the decoder emits one stop logit per frame of its group, so the
+    label belongs to the last true frame, not to the last decoder step;
+    indexing by step teaches the model to stop at a fraction of the length.
+    """
+    steps = torch.arange(frames, device=lens.device)[None, :]
+    labels = (steps == (lens[:, None] - 1)).float()
+    return labels, steps < lens[:, None]
+
+
+def stop_loss(stop_logits: torch.Tensor, lens: torch.Tensor, pos_weight: float) -> torch.Tensor:
+    labels, valid = stop_labels(lens, stop_logits.shape[1])
+    weight = torch.tensor(pos_weight, device=stop_logits.device, dtype=stop_logits.dtype)
+    loss = F.binary_cross_entropy_with_logits(stop_logits, labels.to(stop_logits.dtype), pos_weight=weight,
+                                              reduction="none")
+    return (loss * valid).sum() / valid.sum()
+
+
+def guided_attention_weights(dec_lens: torch.Tensor, enc_lens: torch.Tensor, sigma: float,
+                             dec_steps: int, enc_steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """W_ij = 1 - exp(-(j/N - i/T)^2 / (2 sigma^2)) (Tachibana et al. 2018), and its validity mask.
+
+    Returns (B, dec_steps, enc_steps) weights and a bool mask, True inside each item's lengths.
+    """
+    i = torch.arange(dec_steps, device=dec_lens.device)[None, :, None] / dec_lens[:, None, None]
+    j = torch.arange(enc_steps, device=enc_lens.device)[None, None, :] / enc_lens[:, None, None]
+    weights = 1.0 - torch.exp(-((j - i) ** 2) / (2.0 * sigma**2))
+    valid = (i < 1.0) & (j < 1.0)
+    return weights, valid
+
+
+def guided_attention_loss(alignments: torch.Tensor, dec_lens: torch.Tensor, enc_lens: torch.Tensor,
+                          sigma: float) -> torch.Tensor:
+    """Mean of alpha_ij * W_ij over the valid (decoder step, encoder step) cells."""
+    weights, valid = guided_attention_weights(dec_lens, enc_lens, sigma, alignments.shape[1], alignments.shape[2])
+    valid = valid.to(alignments.dtype)
+    return (alignments * weights * valid).sum() / valid.sum()
+
+
+def compute_losses(out: Seq2SeqOutput, tgt: torch.Tensor, tgt_lens: torch.Tensor, reduction_factor: int,
+                   stop_pos_weight: float, guided_sigma: float, guided_weight: float) -> Losses:
+    spectral = masked_spectral_loss(out.before, tgt, tgt_lens) + masked_spectral_loss(out.after, tgt, tgt_lens)
+    stop = stop_loss(out.stop_logits, tgt_lens, stop_pos_weight)
+    if guided_weight > 0:
+        dec_lens = decoder_steps(tgt_lens, reduction_factor)
+        guided = guided_attention_loss(out.alignments, dec_lens, out.enc_lens, guided_sigma)
+    else:
+        guided = tgt.new_zeros(())
+    return Losses(spectral + stop + guided_weight * guided, spectral, stop, guided)
