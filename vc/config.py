@@ -112,7 +112,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     stop_pos_weight: float = 5.0
     guided_attention_sigma: float = 0.4
-    guided_attention_weight: float = 10.0
+    guided_attention_weight: float = 1.0
     # The guided attention weight is multiplied by this every 1000 steps.
     guided_attention_decay: float = 1.0
     eval_every: int = 200

@@ -41,13 +41,15 @@ def stop_labels(lens: torch.Tensor, frames: int) -> tuple[torch.Tensor, torch.Te
 def stop_loss(stop_logits: torch.Tensor, lens: torch.Tensor, pos_weight: float) -> torch.Tensor:
     labels, valid = stop_labels(lens, stop_logits.shape[1])
     weight = torch.tensor(pos_weight, device=stop_logits.device, dtype=stop_logits.dtype)
-    loss = F.binary_cross_entropy_with_logits(stop_logits, labels.to(stop_logits.dtype), pos_weight=weight,
-                                              reduction="none")
+    loss = F.binary_cross_entropy_with_logits(
+        stop_logits, labels.to(stop_logits.dtype), pos_weight=weight, reduction="none"
+    )
     return (loss * valid).sum() / valid.sum()
 
 
-def guided_attention_weights(dec_lens: torch.Tensor, enc_lens: torch.Tensor, sigma: float,
-                             dec_steps: int, enc_steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+def guided_attention_weights(
+    dec_lens: torch.Tensor, enc_lens: torch.Tensor, sigma: float, dec_steps: int, enc_steps: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """W_ij = 1 - exp(-(j/N - i/T)^2 / (2 sigma^2)) (Tachibana et al. 2018), and its validity mask.
 
     Returns (B, dec_steps, enc_steps) weights and a bool mask, True inside each item's lengths.
@@ -59,17 +61,33 @@ def guided_attention_weights(dec_lens: torch.Tensor, enc_lens: torch.Tensor, sig
     return weights, valid
 
 
-def guided_attention_loss(alignments: torch.Tensor, dec_lens: torch.Tensor, enc_lens: torch.Tensor,
-                          sigma: float) -> torch.Tensor:
-    """Mean of alpha_ij * W_ij over the valid (decoder step, encoder step) cells."""
-    weights, valid = guided_attention_weights(dec_lens, enc_lens, sigma, alignments.shape[1], alignments.shape[2])
-    valid = valid.to(alignments.dtype)
-    return (alignments * weights * valid).sum() / valid.sum()
+def guided_attention_loss(
+    alignments: torch.Tensor, dec_lens: torch.Tensor, enc_lens: torch.Tensor, sigma: float
+) -> torch.Tensor:
+    """Attention mass off the diagonal band: sum_j alpha_ij W_ij, averaged over valid decoder steps.
+
+    Normalised per decoder step rather than per cell (as ESPnet does) so that
+    the loss reads as a fraction in [0, 1] whatever the input length, and its
+    weight need not grow with N to be felt.
+    """
+    weights, valid = guided_attention_weights(
+        dec_lens, enc_lens, sigma, alignments.shape[1], alignments.shape[2]
+    )
+    return (alignments * weights * valid.to(alignments.dtype)).sum() / dec_lens.sum()
 
 
-def compute_losses(out: Seq2SeqOutput, tgt: torch.Tensor, tgt_lens: torch.Tensor, reduction_factor: int,
-                   stop_pos_weight: float, guided_sigma: float, guided_weight: float) -> Losses:
-    spectral = masked_spectral_loss(out.before, tgt, tgt_lens) + masked_spectral_loss(out.after, tgt, tgt_lens)
+def compute_losses(
+    out: Seq2SeqOutput,
+    tgt: torch.Tensor,
+    tgt_lens: torch.Tensor,
+    reduction_factor: int,
+    stop_pos_weight: float,
+    guided_sigma: float,
+    guided_weight: float,
+) -> Losses:
+    spectral = masked_spectral_loss(out.before, tgt, tgt_lens) + masked_spectral_loss(
+        out.after, tgt, tgt_lens
+    )
     stop = stop_loss(out.stop_logits, tgt_lens, stop_pos_weight)
     if guided_weight > 0:
         dec_lens = decoder_steps(tgt_lens, reduction_factor)

@@ -1,0 +1,1 @@
+../../../recipes/vc1/vc.sh

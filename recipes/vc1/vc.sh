@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The stage script every corpus shares (run it from egs/<corpus>/vc1 through that folder's run.sh):
+#   0 data lists   local/data_prep.py writes data/<src>_<tgt>/{train,dev,eval}.tsv
+#   1 features     log-mels of the train and dev lists, cached in the experiment folder
+#   2 statistics   per-speaker mean/variance from the training set -> stats.json
+#   3 train        vc train (TensorBoard in EXP/tensorboard)
+#   4 convert      the eval set's source utterances -> EXP/converted/eval/*.wav
+#   5 score        MCD / F0 / duration table beside the no-conversion floor and Griffin-Lim ceiling
+# Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
+# Trailing key=value arguments override the training config (e.g. train.max_minutes=5).
+set -euo pipefail
+
+stage=0
+stop_stage=5
+db_root=""
+src=bdl
+tgt=slt
+conf=conf/default.yaml
+tag=""
+data_prep_args=""   # extra arguments for local/data_prep.py (e.g. "--limit 8")
+
+overrides=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--data_prep_args)
+            [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
+            declare "${1#--}=$2"; shift 2 ;;
+        --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
+        --*) echo "vc.sh: unknown option $1" >&2; exit 2 ;;
+        *=*) overrides+=("$1"); shift ;;
+        *) echo "vc.sh: unexpected argument $1" >&2; exit 2 ;;
+    esac
+done
+[ -f "$conf" ] || { echo "vc.sh: config not found: $conf" >&2; exit 2; }
+command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
+
+data=data/${src}_${tgt}
+exp=exp/${src}_${tgt}_${tag:-$(basename "$conf" .yaml)}
+logs=$exp/logs
+mkdir -p "$logs"
+lists=("data.train_list=$data/train.tsv" "data.dev_list=$data/dev.tsv")
+args=("${lists[@]}" "${overrides[@]+"${overrides[@]}"}")
+
+run_stage() {  # run_stage N name command...: logs to EXP/logs/stageN.log, fails loudly
+    local n=$1 name=$2; shift 2
+    if [ "$stage" -le "$n" ] && [ "$stop_stage" -ge "$n" ]; then
+        echo "=== stage $n: $name ($(date '+%H:%M:%S'))"
+        "$@" 2>&1 | tee "$logs/stage$n.log"
+    fi
+}
+
+# The 'eval' list's source and target folders (the folders of its first entry).
+eval_folder() { head -n 1 "$data/eval.tsv" | cut -f "$1" | xargs dirname; }
+
+# shellcheck disable=SC2086
+run_stage 0 "data lists" ./local/data_prep.py ${db_root:+--db_root "$db_root"} --src "$src" --tgt "$tgt" \
+    --out "$data" $data_prep_args
+run_stage 1 "features" vc features --config "$conf" --out "$exp" "${args[@]}"
+run_stage 2 "statistics" vc stats --config "$conf" --out "$exp" "${args[@]}"
+if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
+    if [ -f "$exp/checkpoints/best.pt" ] && [ -f "$exp/.train_done" ]; then
+        echo "=== stage 3: train: already done ($exp/.train_done); delete it to train again"
+    else
+        rm -f "$exp/.train_done"
+        resume=()
+        ls "$exp"/checkpoints/step*.pt >/dev/null 2>&1 && resume=(--resume)
+        run_stage 3 "train" vc train --config "$conf" --out "$exp" "${resume[@]+"${resume[@]}"}" "${args[@]}"
+        touch "$exp/.train_done"
+    fi
+fi
+if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
+    mapfile -t sources < <(cut -f 2 "$data/eval.tsv")
+    run_stage 4 "convert eval" vc convert --checkpoint "$exp/checkpoints/best.pt" --out-dir "$exp/converted/eval" \
+        --save-alignment png "${sources[@]}"
+fi
+run_stage 5 "score" vc score --converted "$exp/converted/eval" --reference "$(eval_folder 3)" \
+    --source "$(eval_folder 2)" --config "$exp/config.yaml" --out "$exp/scores.txt"
+
+echo "checkpoint:  $exp/checkpoints/best.pt"
+echo "converted:   $exp/converted/eval"
+echo "tensorboard: tensorboard --logdir $exp/tensorboard"

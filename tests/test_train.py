@@ -1,0 +1,255 @@
+"""Trainer behaviour on a tiny model and synthetic audio: logging, resume, crash safety."""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from tests.test_model import tiny_config
+from vc.checkpoint import load_checkpoint, save_checkpoint, step_checkpoints
+from vc.config import Config, DataConfig, TrainConfig
+from vc.errors import CheckpointError
+from vc.train import Trainer, train
+
+
+def synthetic_pairs(folder: Path, count: int, seed: int = 0) -> list[str]:
+    """Pairs of short harmonic 'utterances': the target is the source a fifth higher."""
+    rng = np.random.default_rng(seed)
+    sr = 16000
+    lines = []
+    for k in range(count):
+        duration = rng.uniform(0.4, 0.8)
+        t = np.arange(int(sr * duration)) / sr
+        f0 = 110 * (1 + 0.3 * np.sin(2 * np.pi * rng.uniform(0.5, 2) * t))
+        phase = 2 * np.pi * np.cumsum(f0) / sr
+        for name, shift in (("src", 1.0), ("tgt", 1.5)):
+            wave = sum(np.sin(h * shift * phase) / h for h in range(1, 6)) * 0.2
+            sf.write(folder / f"{name}{k}.wav", wave, sr)
+        lines.append(f"utt{k}\tsrc{k}.wav\ttgt{k}.wav")
+    return lines
+
+
+def tiny_training_config(tmp_path: Path, **train_overrides) -> Config:
+    lines = synthetic_pairs(tmp_path, 6)
+    (tmp_path / "train.tsv").write_text("\n".join(lines[:4]) + "\n")
+    (tmp_path / "dev.tsv").write_text("\n".join(lines[4:]) + "\n")
+    config = Config()
+    config.audio = dataclasses.replace(config.audio, n_mels=6)
+    config.model = tiny_config()
+    config.data = DataConfig(
+        train_list=str(tmp_path / "train.tsv"),
+        dev_list=str(tmp_path / "dev.tsv"),
+        cache_dir=str(tmp_path / "cache"),
+        batch_size=2,
+        num_fixed_utterances=2,
+    )
+    config.train = dataclasses.replace(
+        TrainConfig(),
+        max_steps=6,
+        eval_every=3,
+        log_every=1,
+        warmup_steps=2,
+        evolution_columns=4,
+        **train_overrides,
+    )
+    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim_iters=2)
+    return config
+
+
+def test_training_logs_alignment_figures_evolution_and_scalars(tmp_path):
+    config = tiny_training_config(tmp_path)
+    out = tmp_path / "exp"
+    best = train(config, out, progress=False)
+    assert best == out / "checkpoints" / "best.pt" and best.is_file()
+    events = EventAccumulator(str(out / "tensorboard"), size_guidance={"images": 0, "scalars": 0}).Reload()
+    scalars, images = events.Tags()["scalars"], events.Tags()["images"]
+    for tag in (
+        "valid/align/focus_rate",
+        "valid/align/diagonal",
+        "train/loss/total",
+        "train/opt/lr",
+        "train/opt/grad_norm",
+        "valid/loss/total",
+    ):
+        assert tag in scalars, tag
+    assert [e.step for e in events.Scalars("valid/align/diagonal")] == [3, 6]
+    for utt in ("utt4", "utt5"):
+        for group in ("alignment", "alignment_teacher_forced", "evolution", "mel", "stop"):
+            assert f"valid/{group}/{utt}" in images, (group, utt)
+        assert f"valid/audio/{utt}" in events.Tags()["audio"]
+        assert (out / "alignments" / f"{utt}_evolution.png").is_file()
+        assert len(list((out / "alignments" / utt).glob("step*.npy"))) == 2
+    assert "step 6: focus rate" in (out / "train.log").read_text() if (out / "train.log").exists() else True
+
+
+def _final_weights(out: Path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(step_checkpoints(out / "checkpoints")[-1])["model"]
+
+
+def test_resume_ends_with_the_same_weights_as_an_uninterrupted_run(tmp_path):
+    config = tiny_training_config(tmp_path)
+    config.model = dataclasses.replace(config.model, decoder_prenet_dropout=0.5, encoder_dropout=0.1)
+    train(config, tmp_path / "straight", progress=False)
+
+    half = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=3))
+    train(half, tmp_path / "resumed", progress=False)
+    assert step_checkpoints(tmp_path / "resumed" / "checkpoints")[-1].name == "step0000003.pt"
+    train(config, tmp_path / "resumed", resume=True, progress=False)
+
+    straight, resumed = _final_weights(tmp_path / "straight"), _final_weights(tmp_path / "resumed")
+    assert straight.keys() == resumed.keys()
+    for name in straight:
+        torch.testing.assert_close(resumed[name], straight[name], rtol=0, atol=0, msg=name)
+    # and the resumed run really trained: its weights moved away from the step-3 checkpoint
+    moved = load_checkpoint(tmp_path / "resumed" / "checkpoints" / "step0000003.pt")
+    assert moved["step"] == 3
+    assert any(not torch.equal(moved["model"][n], resumed[n]) for n in resumed)
+
+
+def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
+    config = tiny_training_config(tmp_path)
+    with pytest.raises(CheckpointError, match="no stepNNNNNNN.pt checkpoint"):
+        Trainer(config, tmp_path / "empty", resume=True, progress=False)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "foreign", "folder", "missing"])
+def test_damaged_checkpoints_are_one_line_errors(tmp_path, damage):
+    good = tmp_path / "good.pt"
+    save_checkpoint(good, {"step": 1, "model": {"w": torch.ones(1000)}, "config": {}, "stats": {}})
+    path = tmp_path / "bad.pt"
+    if damage == "truncated":
+        path.write_bytes(good.read_bytes()[:500])
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(2000))
+    elif damage == "foreign":
+        torch.save({"state_dict": {"w": torch.ones(3)}}, path)
+    elif damage == "folder":
+        path.mkdir()
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+KILL_SCRIPT = """
+import sys, torch
+from vc.checkpoint import save_checkpoint
+path = sys.argv[1]
+big = {"w": torch.randn(20_000_000)}
+print("ready", flush=True)
+while True:
+    save_checkpoint(path, {"step": 2, "model": big, "config": {}, "stats": {}})
+"""
+
+
+def test_a_write_killed_midway_leaves_the_previous_checkpoint_loadable(tmp_path):
+    path = tmp_path / "last.pt"
+    save_checkpoint(path, {"step": 1, "model": {"w": torch.zeros(3)}, "config": {}, "stats": {}})
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    # kill while the 80 MB payload is being written (before the first rename can happen)
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob(".last.pt.*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert list(tmp_path.glob(".last.pt.*.tmp")), "the writer never started a temp file"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    payload = load_checkpoint(path)
+    assert payload["step"] in (1, 2)  # the old file or a complete new one, never half of one
+    if payload["step"] == 2:
+        assert payload["model"]["w"].numel() == 20_000_000
+
+
+def _spawn(target, arg_lists: list[tuple]) -> None:
+    """Run target(*args) in fresh processes (one per arg tuple) and require a clean exit."""
+    context = multiprocessing.get_context("spawn")
+    procs = [context.Process(target=target, args=args) for args in arg_lists]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=300)
+        assert proc.exitcode == 0, f"a worker exited with {proc.exitcode}"
+
+
+def _ddp_worker(rank: int, world_size: int, port: int, config: Config, out: str) -> None:
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+    )
+    torch.set_num_threads(1)
+    trainer = Trainer(config, out, progress=False)
+    trainer.fit()
+    # Parameters, not buffers: DDP broadcasts batch-norm running statistics from
+    # rank 0 at each forward, so after the last step each rank holds its own.
+    torch.save(dict(trainer.model.named_parameters()), Path(out) / f"weights_rank{rank}.pt")
+    trainer.close()
+    torch.distributed.destroy_process_group()
+
+
+def test_ddp_two_gloo_processes_end_with_identical_weights(tmp_path):
+    config = tiny_training_config(tmp_path)
+    config.train = dataclasses.replace(config.train, max_steps=3, eval_every=100)
+    out = tmp_path / "ddp"
+    _spawn(_ddp_worker, [(r, 2, 29500 + os.getpid() % 1000, config, str(out)) for r in range(2)])
+    results = [torch.load(out / f"weights_rank{r}.pt") for r in range(2)]
+    for name in results[0]:
+        torch.testing.assert_close(results[0][name], results[1][name], rtol=0, atol=0, msg=name)
+    start = dict(Trainer(config, tmp_path / "fresh", progress=False).model.named_parameters())
+    assert any(not torch.equal(start[n], results[0][n]) for n in start)
+
+
+def _equal_length_batch():
+    generator = torch.Generator().manual_seed(3)
+    src, tgt = torch.randn(4, 10, 6, generator=generator), torch.randn(4, 8, 6, generator=generator)
+    return src, torch.full((4,), 10), tgt, torch.full((4,), 8)
+
+
+def _gradients(model, src, src_lens, tgt, tgt_lens) -> dict[str, torch.Tensor]:
+    from vc.losses import compute_losses
+
+    out = model(src, src_lens, tgt, tgt_lens)
+    compute_losses(out, tgt, tgt_lens, 2, 5.0, 0.4, 1.0).total.backward()
+    module = getattr(model, "module", model)
+    return {n: p.grad.clone() for n, p in module.named_parameters()}
+
+
+def _ddp_gradient_worker(rank: int, port: int, out: str) -> None:
+    from tests.test_model import tiny_model
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=2)
+    model = torch.nn.parallel.DistributedDataParallel(tiny_model())  # eval mode: see the test's docstring
+    src, src_lens, tgt, tgt_lens = _equal_length_batch()
+    half = slice(2 * rank, 2 * rank + 2)
+    torch.save(
+        _gradients(model, src[half], src_lens[half], tgt[half], tgt_lens[half]), f"{out}/grad{rank}.pt"
+    )
+    torch.distributed.destroy_process_group()
+
+
+def test_ddp_gradient_equals_the_single_process_gradient_of_the_combined_batch(tmp_path):
+    """Two gloo ranks, each on half a batch of equal lengths (so per-rank means average to
+    the combined mean). Batch norm runs in eval mode: in train mode each rank would
+    normalise with its own half's statistics, which is what DDP without SyncBatchNorm does."""
+    from tests.test_model import tiny_model
+
+    _spawn(_ddp_gradient_worker, [(r, 30500 + os.getpid() % 1000, str(tmp_path)) for r in range(2)])
+    results = [torch.load(tmp_path / f"grad{r}.pt") for r in range(2)]
+    single = _gradients(tiny_model(), *_equal_length_batch())
+    for name, grad in single.items():
+        torch.testing.assert_close(results[0][name], grad, atol=1e-6, rtol=1e-5, msg=name)
+        torch.testing.assert_close(results[1][name], grad, atol=1e-6, rtol=1e-5, msg=name)

@@ -1,0 +1,102 @@
+"""Self-contained checkpoints, written atomically, loaded with one-line errors.
+
+A checkpoint holds everything needed to convert with it or to resume from it:
+model, optimizer, scheduler and AMP scaler states, the step, RNG states, the
+resolved config, the feature statistics and the package version. Only plain
+types and tensors go in, so it loads with ``weights_only=True``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from vc import __version__
+from vc.errors import CheckpointError
+
+FORMAT = "vc-checkpoint"
+STEP_FILE = re.compile(r"step(\d+)\.pt$")
+
+
+def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
+    """torch.save to a temp file in the same folder, fsync, then rename over the target.
+
+    A crash at any moment leaves either the old file or the new one, never half of one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"format": FORMAT, "vc_version": __version__, **payload}
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            torch.save(payload, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    if path.is_dir():
+        raise CheckpointError(f"{path} is a folder, expected a checkpoint file")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception:
+        raise CheckpointError(
+            f"{path} is not a readable vc checkpoint (corrupt, truncated or foreign)"
+        ) from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a vc checkpoint (no '{FORMAT}' marker)")
+    for key in ("model", "config", "stats", "step"):
+        if key not in payload:
+            raise CheckpointError(f"{path} is an incomplete vc checkpoint: '{key}' is missing")
+    return payload
+
+
+def step_checkpoints(folder: Path) -> list[Path]:
+    """stepNNNNNNN.pt files in a folder, oldest first."""
+    found = [p for p in folder.glob("step*.pt") if STEP_FILE.search(p.name)]
+    return sorted(found, key=lambda p: int(STEP_FILE.search(p.name).group(1)))
+
+
+def prune_checkpoints(folder: Path, keep: int) -> None:
+    for old in step_checkpoints(folder)[:-keep] if keep > 0 else []:
+        old.unlink(missing_ok=True)
+
+
+def rng_state() -> dict[str, Any]:
+    np_state = np.random.get_state()
+    state = {
+        "python": random.getstate(),
+        "numpy": (np_state[0], torch.from_numpy(np_state[1].copy()), *np_state[2:]),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(_tuples(state["python"]))
+    kind, keys, *rest = state["numpy"]
+    np.random.set_state((kind, keys.numpy(), *rest))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _tuples(value):
+    # weights_only loading may return lists where tuples were saved; random.setstate needs tuples.
+    return tuple(_tuples(v) for v in value) if isinstance(value, list | tuple) else value

@@ -1,0 +1,225 @@
+"""The `vc` command: each subcommand parses, loads config, calls one library function."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from vc.errors import VcError
+
+log = logging.getLogger("vc")
+
+
+def _setup_logging(verbose: bool, log_file: Path | None = None) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file))
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers = handlers
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+
+
+def cmd_train(args) -> None:
+    import os
+
+    from vc.config import load_config
+    from vc.train import train
+
+    config = load_config(args.config, args.overrides)
+    rank = int(os.environ.get("RANK", "0"))
+    _setup_logging(args.verbose, Path(args.out) / "train.log" if rank == 0 else None)
+    best = train(config, args.out, resume=args.resume, progress=not args.no_progress)
+    if best is not None:
+        print(f"best checkpoint: {best}")
+        print(f"tensorboard: tensorboard --logdir {Path(args.out) / 'tensorboard'}")
+
+
+def cmd_features(args) -> None:
+    from vc.config import load_config
+    from vc.data import feature_cache_dir, load_features
+
+    config = load_config(args.config, args.overrides)
+    cache_dir = feature_cache_dir(config, args.out)
+    for list_path in (config.data.train_list, config.data.dev_list):
+        load_features(list_path, config.audio, cache_dir, progress=not args.no_progress)
+    print(f"features: {cache_dir}")
+
+
+def cmd_stats(args) -> None:
+    import json
+
+    from vc.config import load_config
+    from vc.data import atomic_write_text, compute_stats, feature_cache_dir, load_features
+
+    config = load_config(args.config, args.overrides)
+    train = load_features(
+        config.data.train_list,
+        config.audio,
+        feature_cache_dir(config, args.out),
+        progress=not args.no_progress,
+    )
+    src, tgt = compute_stats(train)
+    path = Path(args.out) / "stats.json"
+    atomic_write_text(path, json.dumps({"source": src.to_dict(), "target": tgt.to_dict()}, indent=1))
+    print(f"statistics of {len(train)} training pairs: {path}")
+
+
+def cmd_convert(args) -> None:
+    from vc.errors import AudioError
+    from vc.inference import Converter, collect_inputs, convert_files
+
+    overrides = list(args.overrides)
+    if args.griffin_lim_iters is not None:
+        overrides.append(f"vocoder.griffin_lim_iters={args.griffin_lim_iters}")
+    if args.out_dir is None:
+        if len(args.paths) != 2:
+            raise AudioError("give IN OUT, or several inputs (files or folders) with --out-dir DIR")
+        if Path(args.paths[0]).is_dir():
+            raise AudioError(f"{args.paths[0]} is a folder; use --out-dir DIR to convert a folder")
+        inputs, outputs = collect_inputs(args.paths[:1]), [Path(args.paths[1])]
+        alignments = [Path(args.save_alignment)] if args.save_alignment else None
+    else:
+        inputs = collect_inputs(args.paths)
+        outputs = [Path(args.out_dir) / f"{path.stem}.wav" for path in inputs]
+        if len({o.name for o in outputs}) != len(outputs):
+            raise AudioError("two inputs share a file name; their outputs in --out-dir would collide")
+        suffix = args.save_alignment
+        if suffix and suffix not in ("png", "npy"):
+            raise AudioError("with --out-dir, --save-alignment takes a format: png or npy")
+        alignments = [o.with_name(f"{o.stem}_alignment.{suffix}") for o in outputs] if suffix else None
+    if alignments and alignments[0].suffix not in (".png", ".npy"):
+        raise AudioError(f"--save-alignment must end in .png or .npy, got {alignments[0]}")
+    converter = Converter.from_checkpoint(args.checkpoint, device=args.device, overrides=overrides)
+    convert_files(
+        converter,
+        inputs,
+        outputs,
+        batch_size=args.batch_size,
+        alignments=alignments,
+        progress=not args.no_progress,
+    )
+    where = args.out_dir if args.out_dir else outputs[0]
+    print(f"converted {len(inputs)} file(s): {where}")
+
+
+def cmd_score(args) -> None:
+    from vc.config import load_config
+    from vc.metrics import format_table, score_directories
+    from vc.scoring import resynthesize_folder
+
+    config = load_config(args.config)
+    progress = not args.no_progress
+    rows = {"model": score_directories(args.converted, args.reference, config.audio.sample_rate, progress)}
+    if args.source:
+        rows["no conversion (source)"] = score_directories(
+            args.source,
+            args.reference,
+            config.audio.sample_rate,
+            progress,
+            only=rows["model"]["per_utterance"],
+        )
+    if not args.no_ceiling:
+        with resynthesize_folder(args.reference, rows["model"]["per_utterance"], config, progress) as folder:
+            rows["Griffin-Lim ceiling"] = score_directories(
+                folder, args.reference, config.audio.sample_rate, progress
+            )
+    table = format_table(rows)
+    print(table)
+    if args.out:
+        from vc.data import atomic_write_text
+
+        atomic_write_text(Path(args.out), table + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vc", description="Attention-based parallel voice conversion.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="train a model (torchrun for several processes)")
+    train.add_argument("--config", required=True, help="YAML config")
+    train.add_argument("--out", required=True, help="experiment folder")
+    train.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument(
+        "overrides", nargs="*", metavar="key=value", help="config overrides, e.g. train.max_steps=500"
+    )
+    train.set_defaults(func=cmd_train)
+
+    for name, func, text in (
+        ("features", cmd_features, "compute and cache the train/dev features"),
+        ("stats", cmd_stats, "write per-speaker feature statistics to OUT/stats.json"),
+    ):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("--config", required=True, help="YAML config")
+        sub.add_argument("--out", required=True, help="experiment folder")
+        sub.add_argument("--no-progress", action="store_true")
+        sub.add_argument("overrides", nargs="*", metavar="key=value")
+        sub.set_defaults(func=func)
+
+    convert = commands.add_parser("convert", help="convert audio files with a trained checkpoint")
+    convert.add_argument("--checkpoint", required=True, help="a checkpoint written by vc train")
+    convert.add_argument(
+        "paths", nargs="+", metavar="PATH", help="IN OUT, or inputs (files/folders) with --out-dir"
+    )
+    convert.add_argument("--out-dir", help="write DIR/<input name>.wav for every input")
+    convert.add_argument(
+        "--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)"
+    )
+    convert.add_argument(
+        "--griffin-lim-iters", type=int, help="Griffin-Lim iterations (default: from the checkpoint)"
+    )
+    convert.add_argument(
+        "--save-alignment", metavar="FILE", help="FILE.png or FILE.npy; with --out-dir the format png or npy"
+    )
+    convert.add_argument("--batch-size", type=int, default=8, help="files converted at once")
+    convert.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="key=value",
+        help="override an inference/vocoder setting, e.g. inference.max_ratio=2",
+    )
+    convert.add_argument("--no-progress", action="store_true")
+    convert.set_defaults(func=cmd_convert)
+
+    score = commands.add_parser(
+        "score", help="MCD, F0 RMSE/correlation and duration ratio against references"
+    )
+    score.add_argument("--converted", required=True, help="folder of converted files (defines the list)")
+    score.add_argument("--reference", required=True, help="folder of target-speaker references, same names")
+    score.add_argument("--source", help="folder of source files: adds the no-conversion row")
+    score.add_argument(
+        "--config", help="YAML config whose audio/vocoder settings make the Griffin-Lim ceiling"
+    )
+    score.add_argument("--no-ceiling", action="store_true", help="skip the Griffin-Lim ceiling row")
+    score.add_argument("--out", help="also write the table to this file")
+    score.add_argument("--no-progress", action="store_true")
+    score.set_defaults(func=cmd_score)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not logging.getLogger().handlers:
+        _setup_logging(args.verbose)
+    try:
+        args.func(args)
+    except VcError as exc:
+        print(f"vc {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"vc {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

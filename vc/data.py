@@ -1,0 +1,225 @@
+"""Parallel data: pair lists, cached features, padded batches, length buckets.
+
+A pair list is a text file with one utterance per line:
+
+    utt_id<TAB>source_audio<TAB>target_audio
+
+Relative paths are resolved against the list's folder. Features are computed
+once per (list, audio config) and cached on disk; training then reads only the
+cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from vc.audio import FeatureStats, LogMel, logmel_numpy, read_audio
+from vc.config import AudioConfig
+from vc.errors import DataError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Pair:
+    utt_id: str
+    source: Path
+    target: Path
+
+
+def read_pair_list(path: str | Path) -> list[Pair]:
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"pair list not found: {path}")
+    pairs = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 3:
+            raise DataError(f"{path}:{number}: expected 'utt_id<TAB>source<TAB>target', got {line!r}")
+        utt_id, source, target = fields
+        pairs.append(Pair(utt_id, path.parent / source, path.parent / target))
+    if not pairs:
+        raise DataError(f"pair list {path} is empty")
+    return pairs
+
+
+def write_pair_list(path: str | Path, pairs: list[Pair]) -> None:
+    lines = [f"{p.utt_id}\t{Path(p.source).resolve()}\t{Path(p.target).resolve()}" for p in pairs]
+    atomic_write_text(Path(path), "\n".join(lines) + "\n")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(handle, "w") as out:
+        out.write(text)
+    os.replace(tmp, path)
+
+
+Features = dict[str, tuple[np.ndarray, np.ndarray]]  # utt_id -> (source log-mel, target log-mel)
+
+
+def cache_path(list_path: Path, audio: AudioConfig, cache_dir: Path) -> Path:
+    """The cache file depends on the list's content and every audio setting."""
+    key = json.dumps([list_path.read_text(), vars(audio)], sort_keys=True)
+    digest = hashlib.sha1(key.encode()).hexdigest()[:10]
+    return cache_dir / f"{list_path.stem}-{digest}.pt"
+
+
+def load_features(
+    list_path: str | Path, audio: AudioConfig, cache_dir: str | Path, progress: bool = True
+) -> Features:
+    """Log-mels of every pair in the list, from the cache or computed (and cached) now."""
+    list_path = Path(list_path)
+    pairs = read_pair_list(list_path)
+    path = cache_path(list_path, audio, Path(cache_dir))
+    if path.is_file():
+        return torch.load(path, weights_only=False)
+    extractor = LogMel(audio)
+    features: Features = {}
+    for pair in tqdm(pairs, desc=f"features {list_path.name}", disable=not progress, unit="utt"):
+        features[pair.utt_id] = (
+            logmel_numpy(read_audio(pair.source, audio), audio, extractor),
+            logmel_numpy(read_audio(pair.target, audio), audio, extractor),
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    os.close(handle)
+    torch.save(features, tmp)
+    os.replace(tmp, path)
+    log.info("cached features of %d pairs in %s", len(features), path)
+    return features
+
+
+def feature_cache_dir(config, out_dir: str | Path) -> Path:
+    """data.cache_dir, or EXP/features by default."""
+    return Path(config.data.cache_dir) if config.data.cache_dir else Path(out_dir) / "features"
+
+
+def compute_stats(features: Features) -> tuple[FeatureStats, FeatureStats]:
+    """Source and target speaker statistics (call on the training set only)."""
+    sources = [src for src, _ in features.values()]
+    targets = [tgt for _, tgt in features.values()]
+    return FeatureStats.from_features(sources), FeatureStats.from_features(targets)
+
+
+class ParallelDataset(torch.utils.data.Dataset):
+    """Normalised (utt_id, source, target) float tensors, in a fixed (sorted id) order."""
+
+    def __init__(self, features: Features, src_stats: FeatureStats, tgt_stats: FeatureStats):
+        self.ids = sorted(features)
+        self.items = [
+            (
+                torch.from_numpy(src_stats.normalize(features[i][0])),
+                torch.from_numpy(tgt_stats.normalize(features[i][1])),
+            )
+            for i in self.ids
+        ]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index: int):
+        return self.ids[index], *self.items[index]
+
+    def lengths(self) -> list[int]:
+        return [max(len(src), len(tgt)) for src, tgt in self.items]
+
+
+@dataclass
+class Batch:
+    utt_ids: list[str]
+    src: torch.Tensor  # (B, T_src, n_mels)
+    src_lens: torch.Tensor  # (B,)
+    tgt: torch.Tensor  # (B, T_tgt, n_mels)
+    tgt_lens: torch.Tensor  # (B,)
+
+    def to(self, device) -> Batch:
+        return Batch(
+            self.utt_ids,
+            self.src.to(device),
+            self.src_lens.to(device),
+            self.tgt.to(device),
+            self.tgt_lens.to(device),
+        )
+
+
+def collate(items) -> Batch:
+    ids, sources, targets = zip(*items, strict=True)
+    pad = torch.nn.utils.rnn.pad_sequence
+    return Batch(
+        list(ids),
+        pad(sources, batch_first=True),
+        torch.tensor([len(s) for s in sources]),
+        pad(targets, batch_first=True),
+        torch.tensor([len(t) for t in targets]),
+    )
+
+
+class BucketBatchSampler(torch.utils.data.Sampler):
+    """Endless, length-bucketed batches whose order is a function of the step.
+
+    Each epoch shuffles the utterances (seed + epoch), sorts them by length
+    inside windows of 50 batches so a batch holds similar lengths (little
+    padding), and shuffles the batches. Step s of rank k reads batch
+    s * world_size + k of that sequence, so resuming at a step reproduces the
+    data order exactly and DDP ranks never share a batch.
+    """
+
+    def __init__(
+        self,
+        lengths: list[int],
+        batch_size: int,
+        seed: int,
+        start_step: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+    ):
+        if len(lengths) < batch_size * world_size:
+            batch_size = max(1, len(lengths) // world_size)
+        self.lengths = lengths
+        self.batch_size = batch_size
+        self.seed = seed
+        self.start_step = start_step
+        self.rank = rank
+        self.world_size = world_size
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        rng = random.Random(self.seed * 100_003 + epoch)
+        order = list(range(len(self.lengths)))
+        rng.shuffle(order)
+        window = self.batch_size * 50
+        batches = []
+        for start in range(0, len(order), window):
+            chunk = sorted(order[start : start + window], key=self.lengths.__getitem__)
+            batches += [chunk[k : k + self.batch_size] for k in range(0, len(chunk), self.batch_size)]
+        batches = [b for b in batches if len(b) == self.batch_size]  # equal batch sizes across ranks
+        rng.shuffle(batches)
+        return batches
+
+    def steps_per_epoch(self) -> int:
+        return max(1, len(self.epoch_batches(0)) // self.world_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        per_epoch = self.steps_per_epoch()
+        step = self.start_step
+        while True:
+            epoch, index = divmod(step, per_epoch)
+            batches = self.epoch_batches(epoch)
+            for k in range(index, per_epoch):
+                yield batches[k * self.world_size + self.rank]
+            step = (epoch + 1) * per_epoch

@@ -1,0 +1,189 @@
+"""Conversion with a trained checkpoint: waveform in, waveform out.
+
+from vc import Converter
+converter = Converter.from_checkpoint("exp/checkpoints/best.pt")
+wave, sample_rate = converter.convert(wave, sample_rate)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from vc.audio import FeatureStats, LogMel, prepare_wave, read_audio, write_audio
+from vc.checkpoint import load_checkpoint
+from vc.config import Config
+from vc.errors import AudioError, CheckpointError, ConfigError
+from vc.model import Seq2SeqVC, build_model, decoder_steps
+from vc.plotting import alignment_figure, save_figure
+from vc.vocoder import GriffinLimVocoder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Conversion:
+    wave: np.ndarray  # float32 samples at sample_rate
+    sample_rate: int
+    alignment: np.ndarray  # (decoder steps, encoder steps), cropped to true lengths
+    mel: np.ndarray  # (frames, n_mels) converted log-mel (target speaker's scale)
+
+
+def pick_device(name: str | None = None) -> torch.device:
+    """'cuda' when there is one, else 'cpu'; or exactly what the user asked for."""
+    if name in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device '{name}' requested but CUDA is not available")
+    return torch.device(name)
+
+
+class Converter:
+    """A trained model plus everything around it: features, statistics, vocoder."""
+
+    def __init__(
+        self,
+        model: Seq2SeqVC,
+        config: Config,
+        src_stats: FeatureStats,
+        tgt_stats: FeatureStats,
+        device: torch.device,
+    ):
+        self.config = config
+        self.device = device
+        self.model = model.to(device).eval()
+        self.src_stats = src_stats
+        self.tgt_stats = tgt_stats
+        self.features = LogMel(config.audio).to(device)
+        self.vocoder = GriffinLimVocoder(config.audio, config.vocoder).to(device)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, device: str | None = None, overrides: list[str] | None = None):
+        """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings."""
+        device = pick_device(device)
+        payload = load_checkpoint(path, map_location=device)
+        try:
+            config = Config.from_dict(payload["config"]).with_overrides(overrides or [])
+            model = build_model(config.audio.n_mels, config.model)
+            model.load_state_dict(payload["model"])
+            stats = payload["stats"]
+            src_stats, tgt_stats = (
+                FeatureStats.from_dict(stats["source"]),
+                FeatureStats.from_dict(stats["target"]),
+            )
+        except (RuntimeError, KeyError, TypeError) as exc:
+            raise CheckpointError(
+                f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
+            ) from None
+        return cls(model, config, src_stats, tgt_stats, device)
+
+    def convert(self, wave: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
+        """Mono or (samples, channels) float samples at any rate -> (converted wave, sample rate)."""
+        result = self.convert_batch([prepare_wave(wave, sample_rate, self.config.audio)])[0]
+        return result.wave, result.sample_rate
+
+    def convert_file(self, path: str | Path) -> Conversion:
+        return self.convert_batch([read_audio(path, self.config.audio)])[0]
+
+    @torch.no_grad()
+    def convert_batch(self, waves: list[np.ndarray]) -> list[Conversion]:
+        """Prepared waves (at the model's rate, trimmed) -> conversions, one batch on the device."""
+        wave_lens = torch.tensor([len(w) for w in waves])
+        padded = torch.zeros(len(waves), int(wave_lens.max()))
+        for k, w in enumerate(waves):
+            padded[k, : len(w)] = torch.from_numpy(w)
+        mels, mel_lens = self.features(padded.to(self.device), wave_lens.to(self.device))
+        src = self.src_stats.normalize(mels)
+        out = self.model.inference(src, mel_lens, self.config.inference)
+        converted = self.tgt_stats.denormalize(out.after)
+        audio, audio_lens = self.vocoder(converted, out.lens)
+        steps = decoder_steps(out.lens, self.config.model.reduction_factor)
+        results = []
+        for k in range(len(waves)):
+            results.append(
+                Conversion(
+                    wave=audio[k, : int(audio_lens[k])].float().cpu().numpy(),
+                    sample_rate=self.config.audio.sample_rate,
+                    alignment=out.alignments[k, : int(steps[k]), : int(out.enc_lens[k])]
+                    .float()
+                    .cpu()
+                    .numpy(),
+                    mel=converted[k, : int(out.lens[k])].float().cpu().numpy(),
+                )
+            )
+        return results
+
+
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
+
+
+def collect_inputs(paths: list[str | Path]) -> list[Path]:
+    """Files as given; folders expand to their audio files (sorted). Missing paths are errors."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
+            if not files:
+                raise AudioError(f"no {'/'.join(AUDIO_SUFFIXES)} files in folder {path}")
+            found += files
+        elif not path.exists():
+            raise AudioError(f"input not found: {path}")
+        else:
+            found.append(path)
+    return found
+
+
+def check_writable(path: Path) -> None:
+    """Fail before any work if the output cannot be written."""
+    folder = path.parent
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise AudioError(f"cannot write {path}: {existing} is not a writable folder")
+    if path.is_dir():
+        raise AudioError(f"cannot write {path}: it is a folder")
+
+
+def save_alignment(path: Path, alignment: np.ndarray, title: str) -> None:
+    if path.suffix == ".npy":
+        handle, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy")
+        os.close(handle)
+        np.save(tmp, alignment)
+        os.replace(tmp, path)
+    else:
+        save_figure(alignment_figure(alignment, title), path)
+
+
+def convert_files(
+    converter: Converter,
+    inputs: list[Path],
+    outputs: list[Path],
+    batch_size: int = 8,
+    alignments: list[Path] | None = None,
+    progress: bool = True,
+) -> None:
+    """Read and check every input first (nothing is written if one is unusable),
+    then convert in length-sorted batches and write each output atomically."""
+    for path in outputs + (alignments or []):
+        check_writable(path)
+    waves = [
+        read_audio(path, converter.config.audio)
+        for path in tqdm(inputs, desc="reading", disable=not progress or len(inputs) < 2, unit="file")
+    ]
+    order = sorted(range(len(waves)), key=lambda k: len(waves[k]))
+    with tqdm(total=len(waves), desc="converting", unit="file", disable=not progress) as bar:
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            for k, result in zip(chunk, converter.convert_batch([waves[k] for k in chunk]), strict=True):
+                write_audio(outputs[k], result.wave, result.sample_rate)
+                if alignments:
+                    save_alignment(alignments[k], result.alignment, inputs[k].stem)
+            bar.update(len(chunk))

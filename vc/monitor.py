@@ -1,0 +1,149 @@
+"""What a user watches during training: TensorBoard scalars, figures and audio.
+
+Tags are ``{split}/{group}/{name}``. For a few FIXED dev utterances (the first
+``data.num_fixed_utterances`` ids of the dev list) every evaluation logs the
+free-running and teacher-forced alignments, target vs predicted mels, the stop
+curve, Griffin-Lim audio, and the alignment-evolution strip: the utterance's
+free-running alignment at the last K evaluations side by side (also written as
+PNG under EXP/alignments/). Alignment health is judged on free-running decodes:
+teacher-forced maps look diagonal long before the model converts on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.tensorboard import SummaryWriter
+
+from vc.audio import FeatureStats
+from vc.config import Config
+from vc.data import ParallelDataset, collate
+from vc.losses import compute_losses
+from vc.metrics import diagonal_ratio, focus_rate
+from vc.model import Seq2SeqVC, decoder_steps
+from vc.plotting import alignment_figure, evolution_figure, mel_figure, save_figure, stop_figure
+from vc.vocoder import GriffinLimVocoder
+
+log = logging.getLogger(__name__)
+
+
+class Monitor:
+    def __init__(self, config: Config, out_dir: Path, device: torch.device, tgt_stats: FeatureStats):
+        self.config = config
+        self.out_dir = out_dir
+        self.device = device
+        self.tgt_stats = tgt_stats
+        self.writer = SummaryWriter(str(out_dir / "tensorboard"))
+        self.vocoder = GriffinLimVocoder(config.audio, config.vocoder).to(device)
+
+    def log_train(self, step: int, stats: dict[str, float]) -> None:
+        for name, value in stats.items():
+            self.writer.add_scalar(f"train/{name}", value, step)
+
+    @torch.no_grad()
+    def evaluate(self, model: Seq2SeqVC, dev_set: ParallelDataset, step: int) -> float:
+        """Teacher-forced dev loss over the whole dev list, then the fixed-utterance views."""
+        model.eval()
+        # A private RNG stream: evaluation neither perturbs training (exact resume)
+        # nor changes between evaluations (prenet dropout stays on at inference).
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            torch.manual_seed(self.config.train.seed)
+            valid_loss = self._dev_loss(model, dev_set, step)
+            self._fixed_utterances(model, dev_set, step)
+        model.train()
+        self.writer.flush()
+        return valid_loss
+
+    def _dev_loss(self, model, dev_set, step) -> float:
+        t = self.config.train
+        totals: dict[str, float] = {}
+        frames = 0
+        batch_size = self.config.data.batch_size
+        for start in range(0, len(dev_set), batch_size):
+            batch = collate([dev_set[k] for k in range(start, min(start + batch_size, len(dev_set)))])
+            batch = batch.to(self.device)
+            out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
+            losses = compute_losses(
+                out,
+                batch.tgt,
+                batch.tgt_lens,
+                self.config.model.reduction_factor,
+                t.stop_pos_weight,
+                t.guided_attention_sigma,
+                1.0,
+            )
+            weight = int(batch.tgt_lens.sum())
+            frames += weight
+            for name in ("spectral", "stop", "guided_attention"):
+                totals[name] = totals.get(name, 0.0) + float(getattr(losses, name)) * weight
+        for name, value in totals.items():
+            self.writer.add_scalar(f"valid/loss/{name}", value / frames, step)
+        # Model selection uses what conversion needs: spectra and stopping.
+        valid_loss = (totals["spectral"] + totals["stop"]) / frames
+        self.writer.add_scalar("valid/loss/total", valid_loss, step)
+        return valid_loss
+
+    def _fixed_utterances(self, model, dev_set, step) -> None:
+        count = min(self.config.data.num_fixed_utterances, len(dev_set))
+        batch = collate([dev_set[k] for k in range(count)]).to(self.device)
+        r = self.config.model.reduction_factor
+        teacher = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
+        free = model.inference(batch.src, batch.src_lens, self.config.inference)
+        free_steps = decoder_steps(free.lens, r)
+        focus = focus_rate(free.alignments, free_steps, free.enc_lens)
+        diagonal = diagonal_ratio(free.alignments, free_steps, free.enc_lens)
+        self.writer.add_scalar("valid/align/focus_rate", float(focus.mean()), step)
+        self.writer.add_scalar("valid/align/diagonal", float(diagonal.mean()), step)
+        length_ratio = (free.lens.float() / batch.tgt_lens.float()).mean()
+        self.writer.add_scalar("valid/align/length_ratio", float(length_ratio), step)
+        log.info(
+            "step %d: focus rate %.3f, diagonal %.3f, length ratio %.2f",
+            step,
+            float(focus.mean()),
+            float(diagonal.mean()),
+            float(length_ratio),
+        )
+        waves, wave_lens = self.vocoder(self.tgt_stats.denormalize(free.after), free.lens)
+        teacher_steps = decoder_steps(batch.tgt_lens, r)
+        for k, utt_id in enumerate(batch.utt_ids):
+            enc_len = int(free.enc_lens[k])
+            aligned = free.alignments[k, : int(free_steps[k]), :enc_len].float().cpu().numpy()
+            forced = teacher.alignments[k, : int(teacher_steps[k]), :enc_len].float().cpu().numpy()
+            self.writer.add_figure(
+                f"valid/alignment/{utt_id}", alignment_figure(aligned, f"{utt_id} step {step}"), step
+            )
+            self.writer.add_figure(
+                f"valid/alignment_teacher_forced/{utt_id}",
+                alignment_figure(forced, f"{utt_id} teacher-forced, step {step}"),
+                step,
+            )
+            target = batch.tgt[k, : int(batch.tgt_lens[k])].cpu().numpy()
+            predicted = free.after[k, : int(free.lens[k])].float().cpu().numpy()
+            self.writer.add_figure(f"valid/mel/{utt_id}", mel_figure(target, predicted, utt_id), step)
+            stop = torch.sigmoid(free.stop_logits[k, : int(free.lens[k])]).float().cpu().numpy()
+            self.writer.add_figure(f"valid/stop/{utt_id}", stop_figure(stop, int(batch.tgt_lens[k])), step)
+            wave = waves[k, : int(wave_lens[k])].float().cpu()
+            self.writer.add_audio(
+                f"valid/audio/{utt_id}",
+                wave.clamp(-1, 1)[None],
+                step,
+                sample_rate=self.config.audio.sample_rate,
+            )
+            self._evolution(utt_id, step, aligned)
+
+    def _evolution(self, utt_id: str, step: int, alignment: np.ndarray) -> None:
+        """Store this evaluation's alignment on disk and redraw the last K side by side."""
+        folder = self.out_dir / "alignments" / utt_id
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / f"step{step:07d}.npy", alignment)
+        history = sorted(folder.glob("step*.npy"))[-self.config.train.evolution_columns :]
+        columns = [(int(path.stem[4:]), np.load(path)) for path in history]
+        fig = evolution_figure(columns, f"{utt_id}: free-running alignment during training")
+        save_figure(fig, self.out_dir / "alignments" / f"{utt_id}_evolution.png")
+        self.writer.add_figure(f"valid/evolution/{utt_id}", fig, step)
+
+    def close(self) -> None:
+        self.writer.close()

@@ -1,0 +1,290 @@
+"""Training: steps, evaluation, checkpoints, resume, DDP, mixed precision.
+
+Launch one process with ``vc train`` or several with ``torchrun --nproc_per_node
+N -m vc.cli train ...``; torch.distributed uses gloo on CPU and nccl on CUDA.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from pathlib import Path
+
+import torch
+from torch import distributed as dist
+from tqdm import tqdm
+
+from vc.checkpoint import (
+    load_checkpoint,
+    prune_checkpoints,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+    step_checkpoints,
+)
+from vc.config import Config, dump_config
+from vc.data import (
+    BucketBatchSampler,
+    ParallelDataset,
+    collate,
+    compute_stats,
+    feature_cache_dir,
+    load_features,
+)
+from vc.errors import CheckpointError, DataError
+from vc.losses import compute_losses
+from vc.model import build_model
+from vc.monitor import Monitor
+
+log = logging.getLogger(__name__)
+
+
+def learning_rate_factor(step: int, warmup_steps: int, decay: str) -> float:
+    """Linear warmup, then 1/sqrt decay (Noam) or constant."""
+    step = step + 1
+    warmup = max(1, warmup_steps)
+    if step <= warmup:
+        return step / warmup
+    return math.sqrt(warmup / step) if decay == "noam" else 1.0
+
+
+def setup_distributed() -> tuple[int, int, torch.device]:
+    """(rank, world size, device) from torchrun's environment; a single process otherwise."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = torch.cuda.is_available()
+    device = torch.device(f"cuda:{local_rank}" if cuda else "cpu")
+    if world_size > 1 and not dist.is_initialized():
+        if cuda:
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend="nccl" if cuda else "gloo")
+    return (dist.get_rank() if world_size > 1 else 0), world_size, device
+
+
+class Trainer:
+    def __init__(self, config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True):
+        self.config = config
+        self.out_dir = Path(out_dir)
+        self.progress = progress
+        self.rank, self.world_size, self.device = setup_distributed()
+        self.is_main = self.rank == 0
+        torch.manual_seed(config.train.seed)
+        self._load_data()
+        self.model = build_model(config.audio.n_mels, config.model).to(self.device)
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(), lr=config.train.learning_rate, weight_decay=config.train.weight_decay
+        )
+        t = config.train
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: learning_rate_factor(step, t.warmup_steps, t.decay)
+        )
+        self.use_amp = t.amp and self.device.type == "cuda"
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
+        self.step = 0
+        self.best_valid_loss = math.inf
+        if resume:
+            self._resume()
+        self.ddp = (
+            torch.nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[self.device] if self.device.type == "cuda" else None
+            )
+            if self.world_size > 1
+            else None
+        )
+        self.monitor = Monitor(config, self.out_dir, self.device, self.tgt_stats) if self.is_main else None
+
+    # ----------------------------------------------------------------- data
+    def _load_data(self) -> None:
+        data = self.config.data
+        if not data.train_list or not data.dev_list:
+            raise DataError("data.train_list and data.dev_list must name pair lists")
+        cache_dir = feature_cache_dir(self.config, self.out_dir)
+        # The main process computes the caches; the others wait and then read them.
+        if self.is_main:
+            train = load_features(data.train_list, self.config.audio, cache_dir, self.progress)
+            dev = load_features(data.dev_list, self.config.audio, cache_dir, self.progress)
+        if self.world_size > 1:
+            dist.barrier()
+        if not self.is_main:
+            train = load_features(data.train_list, self.config.audio, cache_dir, progress=False)
+            dev = load_features(data.dev_list, self.config.audio, cache_dir, progress=False)
+        self.src_stats, self.tgt_stats = compute_stats(train)
+        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats)
+        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats)
+
+    def _loader(self) -> torch.utils.data.DataLoader:
+        sampler = BucketBatchSampler(
+            self.train_set.lengths(),
+            self.config.data.batch_size,
+            self.config.train.seed,
+            start_step=self.step,
+            rank=self.rank,
+            world_size=self.world_size,
+        )
+        # A private generator: starting a DataLoader iterator draws a seed, which
+        # must not come from the global RNG that a resumed run has just restored.
+        generator = torch.Generator().manual_seed(self.config.train.seed + self.step)
+        return torch.utils.data.DataLoader(
+            self.train_set,
+            batch_sampler=sampler,
+            collate_fn=collate,
+            num_workers=self.config.data.num_workers,
+            generator=generator,
+            pin_memory=self.device.type == "cuda",
+        )
+
+    # ------------------------------------------------------------ training
+    def guided_attention_weight(self) -> float:
+        t = self.config.train
+        return t.guided_attention_weight * t.guided_attention_decay ** (self.step / 1000)
+
+    def train_step(self, batch) -> dict[str, float]:
+        t = self.config.train
+        batch = batch.to(self.device)
+        model = self.ddp or self.model
+        model.train()
+        with torch.autocast(self.device.type, enabled=self.use_amp):
+            out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
+            losses = compute_losses(
+                out,
+                batch.tgt,
+                batch.tgt_lens,
+                self.config.model.reduction_factor,
+                t.stop_pos_weight,
+                t.guided_attention_sigma,
+                self.guided_attention_weight(),
+            )
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(losses.total).backward()
+        self.scaler.unscale_(self.optimizer)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.scheduler.step()
+        self.step += 1
+        return {
+            "loss/total": losses.total.item(),
+            "loss/spectral": losses.spectral.item(),
+            "loss/stop": losses.stop.item(),
+            "loss/guided_attention": losses.guided_attention.item(),
+            "opt/grad_norm": float(grad_norm),
+            "opt/lr": self.scheduler.get_last_lr()[0],
+            "opt/guided_attention_weight": self.guided_attention_weight(),
+        }
+
+    def _should_stop(self, started: float) -> bool:
+        t = self.config.train
+        stop = self.step >= t.max_steps or (
+            t.max_minutes > 0 and time.monotonic() - started >= 60 * t.max_minutes
+        )
+        if self.world_size > 1:  # every rank must leave the loop at the same step
+            flag = torch.tensor([float(stop)], device=self.device)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            stop = bool(flag.item())
+        return stop
+
+    def fit(self) -> Path | None:
+        """Train until train.max_steps or train.max_minutes; returns the best checkpoint's path."""
+        t = self.config.train
+        started = time.monotonic()
+        if self.is_main:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            (self.out_dir / "config.yaml").write_text(dump_config(self.config))
+            log.info("training on %s x %d from step %d", self.device, self.world_size, self.step)
+        bar = tqdm(
+            total=t.max_steps,
+            initial=self.step,
+            disable=not (self.progress and self.is_main),
+            unit="step",
+            dynamic_ncols=True,
+        )
+        last = time.monotonic()
+        for batch in self._loader():
+            if self._should_stop(started):
+                break
+            stats = self.train_step(batch)
+            now = time.monotonic()
+            stats["time/seconds_per_step"], last = now - last, now
+            bar.update(1)
+            bar.set_postfix(
+                loss=f"{stats['loss/total']:.3f}",
+                stop=f"{stats['loss/stop']:.3f}",
+                ga=f"{stats['loss/guided_attention']:.3f}",
+                s_step=f"{stats['time/seconds_per_step']:.2f}",
+            )
+            if self.is_main and (self.step % t.log_every == 0 or self.step == 1):
+                self.monitor.log_train(self.step, stats)
+            if self.step % t.eval_every == 0:
+                self._evaluate_and_save()
+        bar.close()
+        if self.step % t.eval_every != 0:
+            self._evaluate_and_save()
+        if self.world_size > 1:
+            dist.barrier()
+        return self.out_dir / "checkpoints" / "best.pt" if self.is_main else None
+
+    def _evaluate_and_save(self) -> None:
+        if self.is_main:
+            valid_loss = self.monitor.evaluate(self.model, self.dev_set, self.step)
+            self._save(valid_loss)
+        if self.world_size > 1:
+            dist.barrier()
+
+    # -------------------------------------------------------- checkpoints
+    def _payload(self) -> dict:
+        return {
+            "step": self.step,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "rng": rng_state(),
+            "config": self.config.to_dict(),
+            "stats": {"source": self.src_stats.to_dict(), "target": self.tgt_stats.to_dict()},
+            "best_valid_loss": self.best_valid_loss,
+        }
+
+    def _save(self, valid_loss: float) -> None:
+        folder = self.out_dir / "checkpoints"
+        improved = valid_loss < self.best_valid_loss
+        if improved:
+            self.best_valid_loss = valid_loss
+        payload = self._payload()
+        save_checkpoint(folder / f"step{self.step:07d}.pt", payload)
+        if improved:
+            save_checkpoint(folder / "best.pt", payload)
+        prune_checkpoints(folder, self.config.train.keep_checkpoints)
+        log.info("step %d: valid loss %.4f%s", self.step, valid_loss, " (best)" if improved else "")
+
+    def _resume(self) -> None:
+        found = step_checkpoints(self.out_dir / "checkpoints")
+        if not found:
+            raise CheckpointError(f"--resume: no stepNNNNNNN.pt checkpoint in {self.out_dir / 'checkpoints'}")
+        payload = load_checkpoint(found[-1], map_location=self.device)
+        try:
+            self.model.load_state_dict(payload["model"])
+            self.optimizer.load_state_dict(payload["optimizer"])
+            self.scheduler.load_state_dict(payload["scheduler"])
+            self.scaler.load_state_dict(payload["scaler"])
+        except (RuntimeError, KeyError, ValueError) as exc:
+            raise CheckpointError(
+                f"{found[-1]} does not fit this config: {str(exc).splitlines()[0]}"
+            ) from None
+        self.step = payload["step"]
+        self.best_valid_loss = payload.get("best_valid_loss", math.inf)
+        set_rng_state(payload["rng"])
+        log.info("resumed from %s at step %d", found[-1], self.step)
+
+    def close(self) -> None:
+        if self.monitor is not None:
+            self.monitor.close()
+
+
+def train(config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True) -> Path | None:
+    trainer = Trainer(config, out_dir, resume=resume, progress=progress)
+    try:
+        return trainer.fit()
+    finally:
+        trainer.close()
