@@ -84,8 +84,10 @@ class InferenceConfig:
 class VocoderConfig:
     griffin_lim_iters: int = 32
     momentum: float = 0.99
-    # Magnitudes are raised to this power before phase recovery (sharpens).
-    magnitude_power: float = 1.3
+    # Magnitudes are raised to this power before phase recovery. Values of 1.2-1.5
+    # sound crisper but scale the log spectrum, which alone costs about 3 dB of MCD
+    # on ARCTIC (measured: ceiling 7.3 dB at 1.3, 4.1 dB at 1.0), so 1.0 by default.
+    magnitude_power: float = 1.0
 
 
 @dataclass

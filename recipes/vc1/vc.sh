@@ -7,6 +7,7 @@
 #   4 convert      the eval set's source utterances -> EXP/converted/eval/*.wav
 #   5 score        MCD / F0 / duration table beside the no-conversion floor and Griffin-Lim ceiling
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
+#          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 # Trailing key=value arguments override the training config (e.g. train.max_minutes=5).
 set -euo pipefail
 
@@ -17,12 +18,13 @@ src=bdl
 tgt=slt
 conf=conf/default.yaml
 tag=""
-data_prep_args=""   # extra arguments for local/data_prep.py (e.g. "--limit 8")
+work=.
+data_prep_args=""
 
 overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--data_prep_args)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--work|--data_prep_args)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -34,8 +36,8 @@ done
 [ -f "$conf" ] || { echo "vc.sh: config not found: $conf" >&2; exit 2; }
 command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
 
-data=data/${src}_${tgt}
-exp=exp/${src}_${tgt}_${tag:-$(basename "$conf" .yaml)}
+data=$work/data/${src}_${tgt}
+exp=$work/exp/${src}_${tgt}_${tag:-$(basename "$conf" .yaml)}
 logs=$exp/logs
 mkdir -p "$logs"
 lists=("data.train_list=$data/train.tsv" "data.dev_list=$data/dev.tsv")
