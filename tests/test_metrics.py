@@ -12,7 +12,8 @@ from scipy.spatial.distance import cdist
 from tests.conftest import arctic_file
 from vc import metrics
 from vc.errors import AudioError, DataError
-from vc.metrics import diagonal_ratio, dtw, focus_rate, format_table, score_directories, score_pair
+from vc.metrics import diagonal_ratio, dtw, focus_rate, score_pair
+from vc.scoring import format_table, score_directories
 
 SR = 16000
 

@@ -9,8 +9,6 @@ from pathlib import Path
 
 from vc.errors import VcError
 
-log = logging.getLogger("vc")
-
 
 def _setup_logging(verbose: bool, log_file: Path | None = None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
@@ -22,6 +20,8 @@ def _setup_logging(verbose: bool, log_file: Path | None = None) -> None:
     root = logging.getLogger()
     root.handlers = handlers
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    for chatty in ("tensorboard", "matplotlib"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
 
 
 def cmd_train(args) -> None:
@@ -41,11 +41,11 @@ def cmd_train(args) -> None:
 
 def cmd_features(args) -> None:
     from vc.config import load_config
-    from vc.data import feature_cache_dir, load_features
+    from vc.data import feature_cache_dir, load_features, require_lists
 
     config = load_config(args.config, args.overrides)
     cache_dir = feature_cache_dir(config, args.out)
-    for list_path in (config.data.train_list, config.data.dev_list):
+    for list_path in require_lists(config):
         load_features(list_path, config.audio, cache_dir, progress=not args.no_progress)
     print(f"features: {cache_dir}")
 
@@ -54,11 +54,11 @@ def cmd_stats(args) -> None:
     import json
 
     from vc.config import load_config
-    from vc.data import atomic_write_text, compute_stats, feature_cache_dir, load_features
+    from vc.data import atomic_write_text, compute_stats, feature_cache_dir, load_features, require_lists
 
     config = load_config(args.config, args.overrides)
     train = load_features(
-        config.data.train_list,
+        require_lists(config)[0],
         config.audio,
         feature_cache_dir(config, args.out),
         progress=not args.no_progress,
@@ -109,8 +109,7 @@ def cmd_convert(args) -> None:
 
 def cmd_score(args) -> None:
     from vc.config import load_config
-    from vc.metrics import format_table, score_directories
-    from vc.scoring import resynthesize_folder
+    from vc.scoring import format_table, resynthesize_folder, score_directories
 
     config = load_config(args.config)
     progress = not args.no_progress
@@ -134,6 +133,12 @@ def cmd_score(args) -> None:
         from vc.data import atomic_write_text
 
         atomic_write_text(Path(args.out), table + "\n")
+
+
+def cmd_curve(args) -> None:
+    from vc.report import alignment_curve, format_curve
+
+    print(format_curve(alignment_curve(args.exp)))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -202,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--out", help="also write the table to this file")
     score.add_argument("--no-progress", action="store_true")
     score.set_defaults(func=cmd_score)
+
+    curve = commands.add_parser(
+        "curve", help="print a run's alignment curve (step, minutes, focus, diagonal)"
+    )
+    curve.add_argument("exp", help="experiment folder (holds tensorboard/)")
+    curve.set_defaults(func=cmd_curve)
     return parser
 
 

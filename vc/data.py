@@ -88,7 +88,11 @@ def load_features(
     pairs = read_pair_list(list_path)
     path = cache_path(list_path, audio, Path(cache_dir))
     if path.is_file():
-        return torch.load(path, weights_only=False)
+        try:
+            stored = torch.load(path, weights_only=True)
+            return {utt: (src.numpy(), tgt.numpy()) for utt, (src, tgt) in stored.items()}
+        except Exception:  # a damaged cache is only a cache: compute it again
+            log.warning("feature cache %s is unreadable; computing it again", path)
     extractor = LogMel(audio)
     features: Features = {}
     for pair in tqdm(pairs, desc=f"features {list_path.name}", disable=not progress, unit="utt"):
@@ -99,10 +103,20 @@ def load_features(
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     os.close(handle)
-    torch.save(features, tmp)
+    torch.save(
+        {utt: (torch.from_numpy(src), torch.from_numpy(tgt)) for utt, (src, tgt) in features.items()}, tmp
+    )
     os.replace(tmp, path)
     log.info("cached features of %d pairs in %s", len(features), path)
     return features
+
+
+def require_lists(config) -> tuple[str, str]:
+    """(train list, dev list) from the config, or a DataError saying which key to set."""
+    for key in ("train_list", "dev_list"):
+        if not getattr(config.data, key):
+            raise DataError(f"data.{key} is not set: give it in the config or as data.{key}=PATH")
+    return config.data.train_list, config.data.dev_list
 
 
 def feature_cache_dir(config, out_dir: str | Path) -> Path:

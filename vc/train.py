@@ -32,8 +32,9 @@ from vc.data import (
     compute_stats,
     feature_cache_dir,
     load_features,
+    require_lists,
 )
-from vc.errors import CheckpointError, DataError
+from vc.errors import CheckpointError
 from vc.losses import compute_losses
 from vc.model import build_model
 from vc.monitor import Monitor
@@ -97,19 +98,14 @@ class Trainer:
 
     # ----------------------------------------------------------------- data
     def _load_data(self) -> None:
-        data = self.config.data
-        if not data.train_list or not data.dev_list:
-            raise DataError("data.train_list and data.dev_list must name pair lists")
-        cache_dir = feature_cache_dir(self.config, self.out_dir)
-        # The main process computes the caches; the others wait and then read them.
-        if self.is_main:
-            train = load_features(data.train_list, self.config.audio, cache_dir, self.progress)
-            dev = load_features(data.dev_list, self.config.audio, cache_dir, self.progress)
+        lists = require_lists(self.config)
+        audio, cache_dir = self.config.audio, feature_cache_dir(self.config, self.out_dir)
+        if self.is_main:  # the main process computes the caches first...
+            train, dev = (load_features(path, audio, cache_dir, self.progress) for path in lists)
         if self.world_size > 1:
             dist.barrier()
-        if not self.is_main:
-            train = load_features(data.train_list, self.config.audio, cache_dir, progress=False)
-            dev = load_features(data.dev_list, self.config.audio, cache_dir, progress=False)
+        if not self.is_main:  # ...the others read them once they exist
+            train, dev = (load_features(path, audio, cache_dir, progress=False) for path in lists)
         self.src_stats, self.tgt_stats = compute_stats(train)
         self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats)
         self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats)
@@ -193,8 +189,9 @@ class Trainer:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             (self.out_dir / "config.yaml").write_text(dump_config(self.config))
             log.info("training on %s x %d from step %d", self.device, self.world_size, self.step)
+        # With a time limit the step count is open-ended: show the rate, not a bar to max_steps.
         bar = tqdm(
-            total=t.max_steps,
+            total=None if t.max_minutes > 0 else t.max_steps,
             initial=self.step,
             disable=not (self.progress and self.is_main),
             unit="step",
