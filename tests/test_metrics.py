@@ -314,3 +314,25 @@ def test_format_table_has_one_row_per_system():
     assert lines[2].startswith("model") and "7.12" in lines[2] and "20.0" in lines[2] and "100" in lines[2]
     assert "-" in lines[3].split()  # NaN correlation and missing count print as "-"
     assert len({len(line) for line in lines[:2]}) == 1  # header and rule line up
+
+
+def test_score_cli_prints_the_model_beside_floor_and_ceiling(tmp_path, capsys):
+    from vc.cli import main
+
+    folders = {name: tmp_path / name for name in ("converted", "reference", "source")}
+    for folder in folders.values():
+        folder.mkdir()
+    for utt in ("arctic_a0001", "arctic_a0002"):
+        slt, bdl = arctic_file("slt", utt), arctic_file("bdl", utt)
+        (folders["converted"] / slt.name).write_bytes(slt.read_bytes())  # a perfect "conversion"
+        (folders["reference"] / slt.name).write_bytes(slt.read_bytes())
+        (folders["source"] / bdl.name).write_bytes(bdl.read_bytes())
+    out = tmp_path / "scores.txt"
+    code = main(["score", "--no-progress", "--converted", str(folders["converted"]), "--reference",
+                 str(folders["reference"]), "--source", str(folders["source"]), "--out", str(out)])
+    assert code == 0
+    rows = {line.split("  ")[0]: line.split() for line in out.read_text().splitlines()[2:]}
+    assert float(rows["model"][1]) < 0.01
+    assert float(rows["no conversion (source)"][3]) > 5.0  # MCD column after the 3-word name
+    assert 2.0 < float(rows["Griffin-Lim ceiling"][2]) < 6.0
+    assert out.read_text() in capsys.readouterr().out

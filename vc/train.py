@@ -57,6 +57,11 @@ def setup_distributed() -> tuple[int, int, torch.device]:
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     cuda = torch.cuda.is_available()
     device = torch.device(f"cuda:{local_rank}" if cuda else "cpu")
+    if world_size > 1 and not cuda and "OMP_NUM_THREADS" not in os.environ:
+        # Processes on one CPU must split its cores: oversubscribed OpenMP threads
+        # spin against each other and every small op slows down many times.
+        local_processes = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_processes))
     if world_size > 1 and not dist.is_initialized():
         if cuda:
             torch.cuda.set_device(device)
