@@ -22,8 +22,17 @@ def test_logmel_of_real_speech_matches_librosa():
     config = AudioConfig(trim_top_db=0)
     wave = read_audio(arctic_file("bdl", "arctic_a0001"), config)
     ours = logmel_numpy(wave, config)
-    spec = np.abs(librosa.stft(y=wave, n_fft=1024, hop_length=256, win_length=1024, window="hann",
-                               center=True, pad_mode="constant"))
+    spec = np.abs(
+        librosa.stft(
+            y=wave,
+            n_fft=1024,
+            hop_length=256,
+            win_length=1024,
+            window="hann",
+            center=True,
+            pad_mode="constant",
+        )
+    )
     mel = librosa.feature.melspectrogram(S=spec, sr=16000, n_fft=1024, n_mels=80, fmin=80.0, fmax=7600.0)
     reference = np.log10(np.maximum(mel, 1e-10)).T
     assert ours.shape == reference.shape == (1 + len(wave) // 256, 80)
@@ -60,8 +69,12 @@ def test_read_audio_mixes_resamples_and_trims(tmp_path):
 
 @pytest.mark.parametrize(
     "wave,message",
-    [(np.zeros(0), "no samples"), (np.zeros(16000), "silent"), (np.full(16000, np.nan), "NaN"),
-     (np.full(100, 0.5), "too short")],
+    [
+        (np.zeros(0), "no samples"),
+        (np.zeros(16000), "silent"),
+        (np.full(16000, np.nan), "NaN"),
+        (np.full(100, 0.5), "too short"),
+    ],
 )
 def test_unusable_waves_are_clear_errors(wave, message):
     with pytest.raises(AudioError, match=message):

@@ -7,7 +7,9 @@ from vc.errors import ConfigError
 
 
 def test_yaml_round_trip(tmp_path):
-    config = load_config(overrides=["model.reduction_factor=3", "train.learning_rate=0.002", "audio.fmax=8000"])
+    config = load_config(
+        overrides=["model.reduction_factor=3", "train.learning_rate=0.002", "audio.fmax=8000"]
+    )
     path = tmp_path / "config.yaml"
     path.write_text(dump_config(config))
     again = load_config(path)
@@ -26,7 +28,9 @@ def test_missing_sections_keep_defaults(tmp_path):
 def test_unknown_key_names_the_valid_keys(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("model:\n  reduction_facter: 3\n")
-    with pytest.raises(ConfigError, match=r"unknown config key 'model.reduction_facter'.*model.reduction_factor"):
+    with pytest.raises(
+        ConfigError, match=r"unknown config key 'model.reduction_facter'.*model.reduction_factor"
+    ):
         load_config(path)
     with pytest.raises(ConfigError, match=r"unknown config key 'train.nope'.*train.max_steps"):
         load_config(overrides=["train.nope=1"])
@@ -36,8 +40,12 @@ def test_unknown_key_names_the_valid_keys(tmp_path):
 
 @pytest.mark.parametrize(
     "override,message",
-    [("model.reduction_factor=2.5", "expects int"), ("train.amp=yes please", "expects bool"),
-     ("model.reduction_factor=true", "expects int"), ("audio.fmin=low", "expects float")],
+    [
+        ("model.reduction_factor=2.5", "expects int"),
+        ("train.amp=yes please", "expects bool"),
+        ("model.reduction_factor=true", "expects int"),
+        ("audio.fmin=low", "expects float"),
+    ],
 )
 def test_wrong_type_is_an_error(override, message):
     with pytest.raises(ConfigError, match=message):

@@ -328,8 +328,20 @@ def test_score_cli_prints_the_model_beside_floor_and_ceiling(tmp_path, capsys):
         (folders["reference"] / slt.name).write_bytes(slt.read_bytes())
         (folders["source"] / bdl.name).write_bytes(bdl.read_bytes())
     out = tmp_path / "scores.txt"
-    code = main(["score", "--no-progress", "--converted", str(folders["converted"]), "--reference",
-                 str(folders["reference"]), "--source", str(folders["source"]), "--out", str(out)])
+    code = main(
+        [
+            "score",
+            "--no-progress",
+            "--converted",
+            str(folders["converted"]),
+            "--reference",
+            str(folders["reference"]),
+            "--source",
+            str(folders["source"]),
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     rows = {line.split("  ")[0]: line.split() for line in out.read_text().splitlines()[2:]}
     assert float(rows["model"][1]) < 0.01

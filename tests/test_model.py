@@ -18,19 +18,33 @@ N_MELS = 6
 
 def tiny_config(**overrides) -> ModelConfig:
     config = ModelConfig(
-        encoder_reduction_factor=2, encoder_prenet_dim=8, encoder_conv_layers=2, encoder_conv_channels=8,
-        encoder_conv_kernel=3, encoder_hidden_dim=4, encoder_dropout=0.0, attention_dim=8,
-        attention_location_filters=4, attention_location_kernel=5, decoder_prenet_dim=8,
-        decoder_prenet_dropout=0.0, attention_rnn_dim=8, decoder_rnn_dim=8, postnet_layers=2,
-        postnet_channels=8, postnet_kernel=3, postnet_dropout=0.0,
+        encoder_reduction_factor=2,
+        encoder_prenet_dim=8,
+        encoder_conv_layers=2,
+        encoder_conv_channels=8,
+        encoder_conv_kernel=3,
+        encoder_hidden_dim=4,
+        encoder_dropout=0.0,
+        attention_dim=8,
+        attention_location_filters=4,
+        attention_location_kernel=5,
+        decoder_prenet_dim=8,
+        decoder_prenet_dropout=0.0,
+        attention_rnn_dim=8,
+        decoder_rnn_dim=8,
+        postnet_layers=2,
+        postnet_channels=8,
+        postnet_kernel=3,
+        postnet_dropout=0.0,
     )
     return dataclasses.replace(config, **overrides)
 
 
 def tiny_model(attention_type="location", reduction_factor=2, **overrides):
     torch.manual_seed(0)
-    model = build_model(N_MELS, tiny_config(attention_type=attention_type, reduction_factor=reduction_factor,
-                                            **overrides))
+    model = build_model(
+        N_MELS, tiny_config(attention_type=attention_type, reduction_factor=reduction_factor, **overrides)
+    )
     return model.eval()
 
 
@@ -104,8 +118,9 @@ def test_batched_inference_equals_one_by_one(attention_type, reduction_factor):
         torch.testing.assert_close(both.after[k, :length], alone.after[0], atol=1e-5, rtol=1e-5)
         assert torch.all(both.after[k, length:] == 0)
         steps = alone.alignments.shape[1]
-        torch.testing.assert_close(both.alignments[k, :steps, : alone.alignments.shape[2]], alone.alignments[0],
-                                   atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            both.alignments[k, :steps, : alone.alignments.shape[2]], alone.alignments[0], atol=1e-5, rtol=1e-5
+        )
 
 
 def test_inference_stops_at_the_cap_and_at_the_stop_token():
@@ -129,8 +144,9 @@ def test_inference_stops_at_the_cap_and_at_the_stop_token():
 def test_monotonic_window_keeps_attention_near_the_previous_peak():
     model = tiny_model()
     src, src_lens, _, _ = batch(lens=(40, 30))
-    config = InferenceConfig(min_ratio=0.0, max_ratio=1.0, use_monotonic_window=True, window_backward=1,
-                             window_forward=2)
+    config = InferenceConfig(
+        min_ratio=0.0, max_ratio=1.0, use_monotonic_window=True, window_backward=1, window_forward=2
+    )
     out = model.inference(src, src_lens, config)
     peaks = out.alignments.argmax(-1)  # (B, steps)
     previous = torch.cat([torch.zeros(2, 1, dtype=torch.long), peaks[:, :-1]], dim=1)
