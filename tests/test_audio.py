@@ -50,8 +50,8 @@ def test_batched_logmel_equals_one_by_one():
     assert lens.tolist() == [16, 11]
     for k, w in enumerate(waves):
         alone = logmel_numpy(w, config)
-        # the last frames of the shorter item see padding through the window edge
-        assert np.abs(mels[k, : lens[k] - 2].numpy() - alone[: lens[k] - 2]).max() < 1e-4
+        # centred frames pad with zeros, so batch padding changes nothing, even at the end
+        assert np.abs(mels[k, : lens[k]].numpy() - alone).max() < 1e-5
 
 
 def test_read_audio_mixes_resamples_and_trims(tmp_path):

@@ -16,6 +16,7 @@ from vc.audio import FeatureStats
 from vc.checkpoint import save_checkpoint
 from vc.cli import main
 from vc.config import Config
+from vc.errors import AudioError
 from vc.model import build_model
 
 N_MELS = 6
@@ -196,3 +197,37 @@ def test_bad_config_override_is_one_error_line(tmp_path, checkpoint, capsys):
         capsys, "--checkpoint", checkpoint, "--set", "inference.max_ratoi=2", source, tmp_path / "o.wav"
     )
     assert code == 1 and err.count("\n") == 1 and "inference.max_ratio" in err, err
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--set", "audio.hop_length=128"], "only inference.* and vocoder.*"),
+        (["--device", "nope"], "unknown device"),
+        (["--set", "inference.max_ratio=["], "not valid YAML"),
+    ],
+)
+def test_bad_options_are_one_error_line(tmp_path, checkpoint, capsys, extra, message):
+    source = tmp_path / "in.wav"
+    sf.write(source, speech_like(), 16000)
+    code, err = run(capsys, "--checkpoint", checkpoint, *extra, source, tmp_path / "o.wav")
+    assert code == 1 and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "o.wav").exists()
+
+
+def test_output_format_follows_the_suffix(tmp_path, checkpoint, capsys):
+    source = tmp_path / "in.wav"
+    sf.write(source, speech_like(), 16000)
+    assert run(capsys, "--checkpoint", checkpoint, source, tmp_path / "out.flac")[0] == 0
+    assert sf.info(tmp_path / "out.flac").format == "FLAC"
+    code, err = run(capsys, "--checkpoint", checkpoint, source, tmp_path / "out.mp3")
+    assert code == 1 and "must end in" in err and not (tmp_path / "out.mp3").exists()
+
+
+def test_python_api_refuses_long_input_and_is_deterministic(checkpoint):
+    converter = Converter.from_checkpoint(checkpoint, device="cpu")
+    with pytest.raises(AudioError, match="max_duration"):
+        converter.convert(np.tile(speech_like(1.0), 61), 16000)
+    first, _ = converter.convert(speech_like(0.7), 16000)
+    again, _ = converter.convert(speech_like(0.7), 16000)
+    assert np.array_equal(first, again)

@@ -158,3 +158,30 @@ def test_unknown_attention_type_is_a_clear_error():
 
     with pytest.raises(ConfigError, match="location, content, dot"):
         tiny_model("nope")
+
+
+def test_decoder_prenet_dropout_stays_on_at_inference():
+    model = tiny_model(decoder_prenet_dropout=0.5)  # eval mode
+    src, src_lens, _, _ = batch()
+    config = InferenceConfig(min_ratio=0.0, max_ratio=1.0)
+    torch.manual_seed(1)
+    first = model.inference(src, src_lens, config)
+    torch.manual_seed(2)
+    second = model.inference(src, src_lens, config)
+    assert not torch.equal(first.before, second.before)
+    model.decoder.prenet.always_dropout = False  # the Tacotron 1 behaviour: deterministic in eval mode
+    torch.manual_seed(1)
+    third = model.inference(src, src_lens, config)
+    torch.manual_seed(2)
+    assert torch.equal(third.before, model.inference(src, src_lens, config).before)
+
+
+def test_encoder_ignores_whatever_the_padding_holds():
+    """Normalised features make padding non-zero; an odd-length item stacks a padding frame."""
+    model = tiny_model()
+    src, src_lens, _, _ = batch(lens=(12, 7))
+    garbage = src.clone()
+    garbage[1, 7:] = 5.0
+    clean, _ = model.encoder(src, src_lens)
+    dirty, _ = model.encoder(garbage, src_lens)
+    torch.testing.assert_close(dirty, clean, rtol=0, atol=0)

@@ -7,8 +7,6 @@ compare: magnitude STFT (zero-padded, centred frames), Slaney mel filterbank
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import torch
 
 from vc.config import AudioConfig
 from vc.errors import AudioError
+from vc.fileio import atomic_open
 
 SILENCE_PEAK = 1e-4  # a signal whose peak is below this (about -80 dBFS) is silent
 
@@ -40,11 +39,7 @@ def read_audio(path: str | Path, config: AudioConfig) -> np.ndarray:
         raise AudioError(f"cannot read {path} as audio: {_first_line(exc)}") from None
     if info.frames == 0:
         raise AudioError(f"{path} has no samples")
-    if info.frames / info.samplerate > config.max_duration:
-        raise AudioError(
-            f"{path} lasts {info.frames / info.samplerate:.0f} s, more than audio.max_duration="
-            f"{config.max_duration:.0f} s; split it at pauses first"
-        )
+    _check_duration(info.frames / info.samplerate, config, str(path))  # before reading a huge file
     try:
         wave, sample_rate = sf.read(str(path), dtype="float32", always_2d=True)
     except Exception as exc:
@@ -65,6 +60,7 @@ def prepare_wave(wave: np.ndarray, sample_rate: int, config: AudioConfig, name: 
         raise AudioError(f"{name} contains NaN or infinite samples")
     if np.abs(wave).max() < SILENCE_PEAK:
         raise AudioError(f"{name} is silent")
+    _check_duration(wave.size / sample_rate, config, name)
     if sample_rate != config.sample_rate:
         wave = librosa.resample(wave, orig_sr=sample_rate, target_sr=config.sample_rate)
     if config.trim_top_db > 0:
@@ -78,21 +74,28 @@ def prepare_wave(wave: np.ndarray, sample_rate: int, config: AudioConfig, name: 
     return wave.astype(np.float32)
 
 
+def _check_duration(seconds: float, config: AudioConfig, name: str) -> None:
+    if seconds > config.max_duration:
+        raise AudioError(
+            f"{name} lasts {seconds:.0f} s, more than audio.max_duration={config.max_duration:.0f} s; "
+            "split it at pauses first"
+        )
+
+
+AUDIO_FORMATS = {".wav": ("WAV", "PCM_16"), ".flac": ("FLAC", "PCM_16"), ".ogg": ("OGG", "VORBIS")}
+
+
 def write_audio(path: str | Path, wave: np.ndarray, sample_rate: int) -> None:
-    """Write a wav atomically: a temp file in the same folder, then rename."""
+    """Write wav, flac or ogg (by the suffix) atomically."""
     path = Path(path)
+    if path.suffix.lower() not in AUDIO_FORMATS:
+        raise AudioError(f"cannot write {path}: the name must end in {', '.join(AUDIO_FORMATS)}")
+    audio_format, subtype = AUDIO_FORMATS[path.suffix.lower()]
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with atomic_open(path) as out:
+            sf.write(out, np.clip(wave, -1.0, 1.0), sample_rate, format=audio_format, subtype=subtype)
     except OSError as exc:
-        raise AudioError(f"cannot write {path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(handle, "wb") as out:
-            sf.write(out, np.clip(wave, -1.0, 1.0), sample_rate, format="WAV", subtype="PCM_16")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        raise AudioError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _first_line(exc: Exception) -> str:

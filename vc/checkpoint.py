@@ -8,10 +8,8 @@ types and tensors go in, so it loads with ``weights_only=True``.
 
 from __future__ import annotations
 
-import os
 import random
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import torch
 
 from vc import __version__
 from vc.errors import CheckpointError
+from vc.fileio import atomic_open
 
 FORMAT = "vc-checkpoint"
 STEP_FILE = re.compile(r"step(\d+)\.pt$")
@@ -30,19 +29,9 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
 
     A crash at any moment leaves either the old file or the new one, never half of one.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": FORMAT, "vc_version": __version__, **payload}
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            torch.save(payload, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as out:
+        torch.save(payload, out)
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:

@@ -51,22 +51,12 @@ def cmd_features(args) -> None:
 
 
 def cmd_stats(args) -> None:
-    import json
-
     from vc.config import load_config
-    from vc.data import atomic_write_text, compute_stats, feature_cache_dir, load_features, require_lists
+    from vc.data import speaker_stats
 
     config = load_config(args.config, args.overrides)
-    train = load_features(
-        require_lists(config)[0],
-        config.audio,
-        feature_cache_dir(config, args.out),
-        progress=not args.no_progress,
-    )
-    src, tgt = compute_stats(train)
-    path = Path(args.out) / "stats.json"
-    atomic_write_text(path, json.dumps({"source": src.to_dict(), "target": tgt.to_dict()}, indent=1))
-    print(f"statistics of {len(train)} training pairs: {path}")
+    speaker_stats(config, args.out, progress=not args.no_progress)
+    print(f"statistics of the training list: {Path(args.out) / 'stats.json'}")
 
 
 def cmd_convert(args) -> None:
@@ -130,7 +120,7 @@ def cmd_score(args) -> None:
     table = format_table(rows)
     print(table)
     if args.out:
-        from vc.data import atomic_write_text
+        from vc.fileio import atomic_write_text
 
         atomic_write_text(Path(args.out), table + "\n")
 
@@ -139,6 +129,12 @@ def cmd_curve(args) -> None:
     from vc.report import alignment_curve, format_curve
 
     print(format_curve(alignment_curve(args.exp)))
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--save-alignment", metavar="FILE", help="FILE.png or FILE.npy; with --out-dir the format png or npy"
     )
-    convert.add_argument("--batch-size", type=int, default=8, help="files converted at once")
+    convert.add_argument("--batch-size", type=_positive_int, default=8, help="files converted at once")
     convert.add_argument(
         "--set",
         dest="overrides",
@@ -225,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
         args.func(args)
     except VcError as exc:
         print(f"vc {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # disk full, permissions, ...: still one line, never a traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"vc {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"vc {args.command}: interrupted", file=sys.stderr)

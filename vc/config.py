@@ -133,6 +133,9 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
 
+    def __post_init__(self):
+        _validate(self)
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -145,6 +148,44 @@ class Config:
         for item in overrides:
             _apply_override(data, item)
         return Config.from_dict(data)
+
+
+POSITIVE = {
+    "audio": ("sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "max_duration"),
+    "model": (
+        "encoder_reduction_factor",
+        "encoder_conv_layers",
+        "reduction_factor",
+        "postnet_layers",
+        "attention_dim",
+        "attention_rnn_dim",
+        "decoder_rnn_dim",
+        "encoder_hidden_dim",
+    ),
+    "vocoder": ("griffin_lim_iters",),
+    "data": ("batch_size", "num_fixed_utterances"),
+    "train": ("max_steps", "eval_every", "log_every", "evolution_columns"),
+}
+ODD = ("encoder_conv_kernel", "postnet_kernel", "attention_location_kernel")
+
+
+def _validate(config: Config) -> None:
+    """Value checks a type cannot express; each error names the key."""
+    for section, keys in POSITIVE.items():
+        for key in keys:
+            if getattr(getattr(config, section), key) <= 0:
+                raise ConfigError(
+                    f"{section}.{key} must be positive, got {getattr(getattr(config, section), key)}"
+                )
+    for key in ODD:
+        if getattr(config.model, key) % 2 == 0:
+            raise ConfigError(f"model.{key} must be odd (to keep lengths), got {getattr(config.model, key)}")
+    if config.audio.win_length > config.audio.n_fft:
+        raise ConfigError(f"audio.win_length ({config.audio.win_length}) must not exceed audio.n_fft")
+    if not 0 < config.inference.max_ratio or config.inference.min_ratio > config.inference.max_ratio:
+        raise ConfigError(
+            "inference.min_ratio must not exceed inference.max_ratio, and max_ratio must be positive"
+        )
 
 
 def _field_types(cls) -> dict[str, Any]:
@@ -187,6 +228,11 @@ def _check_type(key: str, value: Any, kind: Any) -> Any:
     elif kind is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
+        if isinstance(value, str):  # YAML 1.1 reads 1e-3 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
     elif kind is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
@@ -219,8 +265,14 @@ def _apply_override(data: dict[str, Any], item: str) -> None:
         prefix = ".".join(parts[:-1])
         valid = ", ".join(f"{prefix}.{k}" if prefix else k for k in node)
         raise ConfigError(f"unknown config key '{dotted}'; valid keys: {valid}")
+    if isinstance(node[parts[-1]], str):  # text fields (paths, names) take the text as typed
+        node[parts[-1]] = raw
+        return
     # YAML parses the value so that 3 -> int, 0.5 -> float, true -> bool.
-    node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+    try:
+        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        raise ConfigError(f"override '{item}': the value is not valid YAML") from None
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:

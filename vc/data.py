@@ -14,9 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import random
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ from tqdm import tqdm
 from vc.audio import FeatureStats, LogMel, logmel_numpy, read_audio
 from vc.config import AudioConfig
 from vc.errors import DataError
+from vc.fileio import atomic_open, atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +61,6 @@ def write_pair_list(path: str | Path, pairs: list[Pair]) -> None:
     atomic_write_text(Path(path), "\n".join(lines) + "\n")
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(handle, "w") as out:
-        out.write(text)
-    os.replace(tmp, path)
-
-
 Features = dict[str, tuple[np.ndarray, np.ndarray]]  # utt_id -> (source log-mel, target log-mel)
 
 
@@ -100,13 +91,9 @@ def load_features(
             logmel_numpy(read_audio(pair.source, audio), audio, extractor),
             logmel_numpy(read_audio(pair.target, audio), audio, extractor),
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    os.close(handle)
-    torch.save(
-        {utt: (torch.from_numpy(src), torch.from_numpy(tgt)) for utt, (src, tgt) in features.items()}, tmp
-    )
-    os.replace(tmp, path)
+    tensors = {utt: (torch.from_numpy(src), torch.from_numpy(tgt)) for utt, (src, tgt) in features.items()}
+    with atomic_open(path) as out:
+        torch.save(tensors, out)
     log.info("cached features of %d pairs in %s", len(features), path)
     return features
 
@@ -129,6 +116,30 @@ def compute_stats(features: Features) -> tuple[FeatureStats, FeatureStats]:
     sources = [src for src, _ in features.values()]
     targets = [tgt for _, tgt in features.values()]
     return FeatureStats.from_features(sources), FeatureStats.from_features(targets)
+
+
+def speaker_stats(
+    config, out_dir: str | Path, progress: bool = True, features: Features | None = None
+) -> tuple[FeatureStats, FeatureStats]:
+    """Statistics of the training list, kept in EXP/stats.json.
+
+    The file names the feature cache it was computed from; when that cache
+    changes (another list, other audio settings) the statistics are recomputed.
+    """
+    list_path = Path(require_lists(config)[0])
+    cache = cache_path(list_path, config.audio, feature_cache_dir(config, out_dir))
+    path = Path(out_dir) / "stats.json"
+    if path.is_file():
+        stored = json.loads(path.read_text())
+        if stored.get("features") == cache.name:
+            return FeatureStats.from_dict(stored["source"]), FeatureStats.from_dict(stored["target"])
+    if features is None:
+        features = load_features(list_path, config.audio, cache.parent, progress)
+    src, tgt = compute_stats(features)
+    atomic_write_text(
+        path, json.dumps({"features": cache.name, "source": src.to_dict(), "target": tgt.to_dict()})
+    )
+    return src, tgt
 
 
 class ParallelDataset(torch.utils.data.Dataset):

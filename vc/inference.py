@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from vc.audio import FeatureStats, LogMel, prepare_wave, read_audio, write_audio
 from vc.checkpoint import load_checkpoint
 from vc.config import Config
 from vc.errors import AudioError, CheckpointError, ConfigError
+from vc.fileio import atomic_open
 from vc.model import Seq2SeqVC, build_model, decoder_steps
 from vc.plotting import alignment_figure, save_figure
 from vc.vocoder import GriffinLimVocoder
@@ -42,7 +42,10 @@ def pick_device(name: str | None = None) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(f"device '{name}' requested but CUDA is not available")
-    return torch.device(name)
+    try:
+        return torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"unknown device '{name}'; use cpu, cuda or cuda:N") from None
 
 
 class Converter:
@@ -55,9 +58,11 @@ class Converter:
         src_stats: FeatureStats,
         tgt_stats: FeatureStats,
         device: torch.device,
+        seed: int = 0,
     ):
         self.config = config
         self.device = device
+        self.seed = seed
         self.model = model.to(device).eval()
         self.src_stats = src_stats
         self.tgt_stats = tgt_stats
@@ -67,6 +72,11 @@ class Converter:
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str | None = None, overrides: list[str] | None = None):
         """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings."""
+        for item in overrides or []:
+            if not item.startswith(("inference.", "vocoder.")):
+                raise ConfigError(
+                    f"'{item}': only inference.* and vocoder.* settings can change after training"
+                )
         device = pick_device(device)
         payload = load_checkpoint(path, map_location=device)
         try:
@@ -101,9 +111,14 @@ class Converter:
             padded[k, : len(w)] = torch.from_numpy(w)
         mels, mel_lens = self.features(padded.to(self.device), wave_lens.to(self.device))
         src = self.src_stats.normalize(mels)
-        out = self.model.inference(src, mel_lens, self.config.inference)
+        # Seeded: the prenet's dropout (on at inference) and Griffin-Lim's initial
+        # phase are random, and the same input should give the same output.
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            torch.manual_seed(self.seed)
+            out = self.model.inference(src, mel_lens, self.config.inference)
         converted = self.tgt_stats.denormalize(out.after)
-        audio, audio_lens = self.vocoder(converted, out.lens)
+        generator = torch.Generator(device=self.device).manual_seed(self.seed)
+        audio, audio_lens = self.vocoder(converted, out.lens, generator=generator)
         steps = decoder_steps(out.lens, self.config.model.reduction_factor)
         results = []
         for k in range(len(waves)):
@@ -154,10 +169,8 @@ def check_writable(path: Path) -> None:
 
 def save_alignment(path: Path, alignment: np.ndarray, title: str) -> None:
     if path.suffix == ".npy":
-        handle, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy")
-        os.close(handle)
-        np.save(tmp, alignment)
-        os.replace(tmp, path)
+        with atomic_open(path) as out:
+            np.save(out, alignment)
     else:
         save_figure(alignment_figure(alignment, title), path)
 

@@ -21,6 +21,7 @@ from torch.utils.tensorboard import SummaryWriter
 from vc.audio import FeatureStats
 from vc.config import Config
 from vc.data import ParallelDataset, collate
+from vc.fileio import atomic_open
 from vc.losses import compute_losses
 from vc.metrics import diagonal_ratio, focus_rate
 from vc.model import Seq2SeqVC, decoder_steps
@@ -138,7 +139,8 @@ class Monitor:
         """Store this evaluation's alignment on disk and redraw the last K side by side."""
         folder = self.out_dir / "alignments" / utt_id
         folder.mkdir(parents=True, exist_ok=True)
-        np.save(folder / f"step{step:07d}.npy", alignment)
+        with atomic_open(folder / f"step{step:07d}.npy") as out:
+            np.save(out, alignment)
         history = sorted(folder.glob("step*.npy"))[-self.config.train.evolution_columns :]
         columns = [(int(path.stem[4:]), np.load(path)) for path in history]
         fig = evolution_figure(columns, f"{utt_id}: free-running alignment during training")

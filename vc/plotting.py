@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from vc.fileio import atomic_open
+
 
 def _draw_alignment(ax, alignment: np.ndarray, title: str) -> None:
     ax.imshow(
@@ -77,8 +79,5 @@ def stop_figure(probabilities: np.ndarray, target_frames: int, threshold: float 
 
 def save_figure(fig: Figure, path: str | Path) -> None:
     """Write a PNG atomically (temp name, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, format="png")
-    tmp.replace(path)
+    with atomic_open(path) as out:
+        fig.savefig(out, format="png")

@@ -29,12 +29,13 @@ from vc.data import (
     BucketBatchSampler,
     ParallelDataset,
     collate,
-    compute_stats,
     feature_cache_dir,
     load_features,
     require_lists,
+    speaker_stats,
 )
 from vc.errors import CheckpointError
+from vc.fileio import atomic_write_text
 from vc.losses import compute_losses
 from vc.model import build_model
 from vc.monitor import Monitor
@@ -76,7 +77,8 @@ class Trainer:
         self.progress = progress
         self.rank, self.world_size, self.device = setup_distributed()
         self.is_main = self.rank == 0
-        torch.manual_seed(config.train.seed)
+        # Ranks draw different dropout masks; DDP copies rank 0's initial weights to all.
+        torch.manual_seed(config.train.seed + self.rank)
         self._load_data()
         self.model = build_model(config.audio.n_mels, config.model).to(self.device)
         self.optimizer = torch.optim.AdamW(
@@ -90,6 +92,7 @@ class Trainer:
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         self.step = 0
         self.best_valid_loss = math.inf
+        self.elapsed_before = 0.0
         if resume:
             self._resume()
         self.ddp = (
@@ -103,17 +106,22 @@ class Trainer:
 
     # ----------------------------------------------------------------- data
     def _load_data(self) -> None:
-        lists = require_lists(self.config)
-        audio, cache_dir = self.config.audio, feature_cache_dir(self.config, self.out_dir)
-        if self.is_main:  # the main process computes the caches first...
-            train, dev = (load_features(path, audio, cache_dir, self.progress) for path in lists)
+        # The main process computes the feature caches and statistics first; the
+        # other ranks wait, then read what it wrote.
+        if self.is_main:
+            train, dev = self._features_and_stats(self.progress)
         if self.world_size > 1:
             dist.barrier()
-        if not self.is_main:  # ...the others read them once they exist
-            train, dev = (load_features(path, audio, cache_dir, progress=False) for path in lists)
-        self.src_stats, self.tgt_stats = compute_stats(train)
+        if not self.is_main:
+            train, dev = self._features_and_stats(progress=False)
         self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats)
         self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats)
+
+    def _features_and_stats(self, progress: bool):
+        audio, cache_dir = self.config.audio, feature_cache_dir(self.config, self.out_dir)
+        train, dev = (load_features(path, audio, cache_dir, progress) for path in require_lists(self.config))
+        self.src_stats, self.tgt_stats = speaker_stats(self.config, self.out_dir, features=train)
+        return train, dev
 
     def _loader(self) -> torch.utils.data.DataLoader:
         sampler = BucketBatchSampler(
@@ -189,10 +197,11 @@ class Trainer:
     def fit(self) -> Path | None:
         """Train until train.max_steps or train.max_minutes; returns the best checkpoint's path."""
         t = self.config.train
-        started = time.monotonic()
+        # Time spent before a resume counts against train.max_minutes too.
+        started = self.started = time.monotonic() - self.elapsed_before
         if self.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            (self.out_dir / "config.yaml").write_text(dump_config(self.config))
+            atomic_write_text(self.out_dir / "config.yaml", dump_config(self.config))
             log.info("training on %s x %d from step %d", self.device, self.world_size, self.step)
         # With a time limit the step count is open-ended: show the rate, not a bar to max_steps.
         bar = tqdm(
@@ -246,6 +255,7 @@ class Trainer:
             "config": self.config.to_dict(),
             "stats": {"source": self.src_stats.to_dict(), "target": self.tgt_stats.to_dict()},
             "best_valid_loss": self.best_valid_loss,
+            "elapsed_seconds": time.monotonic() - self.started,
         }
 
     def _save(self, valid_loss: float) -> None:
@@ -276,6 +286,7 @@ class Trainer:
             ) from None
         self.step = payload["step"]
         self.best_valid_loss = payload.get("best_valid_loss", math.inf)
+        self.elapsed_before = payload.get("elapsed_seconds", 0.0)
         set_rng_state(payload["rng"])
         log.info("resumed from %s at step %d", found[-1], self.step)
 

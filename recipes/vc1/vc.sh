@@ -34,6 +34,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -f "$conf" ] || { echo "vc.sh: config not found: $conf" >&2; exit 2; }
+for n in "$stage" "$stop_stage"; do
+    [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage and --stop_stage take a number, got '$n'" >&2; exit 2; }
+done
 command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
 
 data=$work/data/${src}_${tgt}
@@ -52,11 +55,11 @@ run_stage() {  # run_stage N name command...: logs to EXP/logs/stageN.log, fails
 }
 
 # The 'eval' list's source and target folders (the folders of its first entry).
-eval_folder() { head -n 1 "$data/eval.tsv" | cut -f "$1" | xargs dirname; }
+eval_folder() { dirname -- "$(head -n 1 "$data/eval.tsv" | cut -f "$1")"; }
 
 # shellcheck disable=SC2086
 run_stage 0 "data lists" ./local/data_prep.py ${db_root:+--db_root "$db_root"} --src "$src" --tgt "$tgt" \
-    --out "$data" $data_prep_args
+    --out "$data" --download_dir "$work/downloads" $data_prep_args
 run_stage 1 "features" vc features --config "$conf" --out "$exp" "${args[@]}"
 run_stage 2 "statistics" vc stats --config "$conf" --out "$exp" "${args[@]}"
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
@@ -72,6 +75,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
 fi
 if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     mapfile -t sources < <(cut -f 2 "$data/eval.tsv")
+    rm -rf "$exp/converted/eval"  # no stale files from an earlier run may be scored
     run_stage 4 "convert eval" vc convert --checkpoint "$exp/checkpoints/best.pt" --out-dir "$exp/converted/eval" \
         --save-alignment png "${sources[@]}"
 fi

@@ -146,7 +146,7 @@ class Decoder(nn.Module):
         positions = torch.arange(memory.shape[1], device=device)
         state = self.initial_state(memory)
         frame = memory.new_zeros(batch, self.n_mels)
-        hiddens, alignments = [], []
+        outputs, stops, alignments = [], [], []
         for i in range(math.ceil(int(max_frames.max()) / r)):
             mask = pad_mask
             if window is not None:
@@ -162,12 +162,13 @@ class Decoder(nn.Module):
             newly = ~done & (first < r)
             lens = torch.where(newly, i * r + first + 1, lens)
             done = done | newly
-            hiddens.append(hidden)
+            outputs.append(frames)
+            stops.append(stop_logits)
             alignments.append(state.alpha)
             frame = frames[:, -1]
             if bool(done.all()):
                 break
-        frames, stop_logits = self.project(torch.stack(hiddens, dim=1))
+        frames, stop_logits = torch.cat(outputs, dim=1), torch.cat(stops, dim=1)
         length = int(lens.max())
         keep = (torch.arange(length, device=device)[None, :] < lens[:, None]).unsqueeze(-1)
         frames = frames[:, :length] * keep

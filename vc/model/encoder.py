@@ -57,6 +57,9 @@ class Encoder(nn.Module):
         self.output_dim = 2 * encoder_hidden_dim
 
     def forward(self, src: torch.Tensor, src_lens: torch.Tensor):
+        # Zero the padding first: stacking folds a padding frame into the last
+        # stacked frame of an odd-length item, and normalised padding is not zero.
+        src = src.masked_fill(make_pad_mask(src_lens, src.shape[1]).unsqueeze(-1), 0.0)
         x, enc_lens = stack_frames(src, src_lens, self.factor)
         pad_mask = make_pad_mask(enc_lens, x.shape[1])
         x = self.convs(self.prenet(x), pad_mask)
