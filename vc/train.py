@@ -183,10 +183,10 @@ class Trainer:
             "opt/guided_attention_weight": self.guided_attention_weight(),
         }
 
-    def _should_stop(self, started: float) -> bool:
+    def _should_stop(self) -> bool:
         t = self.config.train
         stop = self.step >= t.max_steps or (
-            t.max_minutes > 0 and time.monotonic() - started >= 60 * t.max_minutes
+            t.max_minutes > 0 and time.monotonic() - self.started >= 60 * t.max_minutes
         )
         if self.world_size > 1:  # every rank must leave the loop at the same step
             flag = torch.tensor([float(stop)], device=self.device)
@@ -198,7 +198,7 @@ class Trainer:
         """Train until train.max_steps or train.max_minutes; returns the best checkpoint's path."""
         t = self.config.train
         # Time spent before a resume counts against train.max_minutes too.
-        started = self.started = time.monotonic() - self.elapsed_before
+        self.started = time.monotonic() - self.elapsed_before
         if self.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.out_dir / "config.yaml", dump_config(self.config))
@@ -213,7 +213,7 @@ class Trainer:
         )
         last = time.monotonic()
         for batch in self._loader():
-            if self._should_stop(started):
+            if self._should_stop():
                 break
             stats = self.train_step(batch)
             now = time.monotonic()
