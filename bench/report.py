@@ -1,0 +1,316 @@
+"""Goals and the printed table: results dict in, text out."""
+
+from __future__ import annotations
+
+CONVERT_RTF_GOAL = 0.05
+GL_SPEEDUP_GOAL = 3.0
+GL_SC_TOLERANCE = 0.01  # "equal" spectral convergence: within 1 % (float32 FFTs in different libraries)
+FLAT_TOLERANCE = 0.10  # non-attention step time may grow by at most 10 % from 1x to 4x
+
+
+def table(headers: list[str], rows: list[list], left: int = 1) -> list[str]:
+    """The first ``left`` columns left-aligned, the others right-aligned; cells formatted by the caller."""
+    cells = [headers] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(row):
+        return "  ".join(
+            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+
+    return [line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells[1:]]
+
+
+# ------------------------------------------------------------------ goals
+def goal_convert(convert: dict) -> dict:
+    rtf = convert["1"]["rtf"]["total"]
+    return {
+        "goal": f"convert RTF <= {CONVERT_RTF_GOAL} total on 2 cores (batch 1, `vc convert IN OUT`)",
+        "met": rtf <= CONVERT_RTF_GOAL,
+        "value": f"batch 1 RTF {rtf:.4f}; batch 8 RTF {convert['8']['rtf']['total']:.4f}",
+        "profile": "convert",
+    }
+
+
+def gl_comparison(rows: list[dict]) -> dict:
+    """Ours (default threads) against the fastest librosa variant of one batch size."""
+    ours = next(r for r in rows if r["method"].startswith("vc.vocoder") and "1 thread" not in r["method"])
+    librosa = min(
+        (r for r in rows if r["method"].startswith("librosa")), key=lambda r: r["seconds_per_utterance"]
+    )
+    speedup = librosa["seconds_per_utterance"] / ours["seconds_per_utterance"]
+    sc_ok = ours["spectral_convergence"] <= librosa["spectral_convergence"] * (1 + GL_SC_TOLERANCE)
+    return {"ours": ours, "librosa": librosa, "speedup": speedup, "sc_ok": sc_ok}
+
+
+def goal_griffinlim(gl: dict) -> dict:
+    parts, met = [], True
+    for batch in ("1", "8"):
+        c = gl_comparison(gl["rows"][batch])
+        met = met and c["speedup"] >= GL_SPEEDUP_GOAL and c["sc_ok"]
+        parts.append(
+            f"batch {batch}: {c['speedup']:.2f}x vs {c['librosa']['method']}, SC "
+            f"{c['ours']['spectral_convergence']:.4f} vs {c['librosa']['spectral_convergence']:.4f}"
+        )
+    return {
+        "goal": f"Griffin-Lim >= {GL_SPEEDUP_GOAL:g}x faster than librosa at equal (within "
+        f"{100 * GL_SC_TOLERANCE:g} %) or better spectral convergence, batch 1 and 8",
+        "met": met,
+        "value": "; ".join(parts),
+        "profile": "griffinlim",
+    }
+
+
+def goal_decoder(decoder: dict) -> dict:
+    rows = decoder["rows"]
+    base, last = rows[0]["rest_ms"], rows[-1]["rest_ms"]
+    growth = last / base - 1
+    return {
+        "goal": f"decoder step time flat in source length apart from the attention (non-attention time "
+        f"{rows[-1]['length']} within +{100 * FLAT_TOLERANCE:g} % of 1x)",
+        "met": growth <= FLAT_TOLERANCE,
+        "value": f"non-attention {base:.3f} -> {last:.3f} ms/step ({100 * growth:+.1f} %); attention "
+        f"{rows[0]['attention_ms']:.3f} -> {rows[-1]['attention_ms']:.3f} ms/step",
+        "profile": "decoder",
+    }
+
+
+def evaluate_goals(results: dict) -> list[dict]:
+    goals = []
+    if "convert" in results:
+        goals.append(goal_convert(results["convert"]))
+    if "griffinlim" in results:
+        goals.append(goal_griffinlim(results["griffinlim"]))
+    if "decoder" in results:
+        goals.append(goal_decoder(results["decoder"]))
+    return goals
+
+
+# ------------------------------------------------------------------ sections
+def header_lines(results: dict) -> list[str]:
+    m = results["machine"]
+    return [
+        f"vc benchmark ({results['mode']}) - {m['date']} - {m['cpu']}, {m['cpu_count']} CPU cores "
+        f"(affinity {m['affinity']}), torch {m['torch']} ({m['torch_threads']} threads), librosa {m['librosa']}",
+        f"model: {results['model']}",
+        f"command: {results['command']}",
+        "peak memory: getrusage ru_maxrss of a fresh process per measurement (includes Python + torch, "
+        "baseline RSS after imports shown)",
+        background_line(results["background_load"]),
+    ]
+
+
+def background_line(load: dict) -> str:
+    """How much CPU other processes took during the run: numbers are only clean when this is ~0."""
+    line = (
+        f"background: other processes used {load['other_cpu_seconds']:.0f} CPU-s during the "
+        f"{load['wall_seconds']:.0f} s run ({load['other_percent_of_machine']:.1f} % of the machine)"
+    )
+    return line + (
+        "  <-- WARNING: contended run, timings are pessimistic"
+        if load["other_percent_of_machine"] > 5
+        else ""
+    )
+
+
+def busy(load: dict) -> str:
+    """Other processes' share of the machine during a section, flagged when it distorts timings."""
+    text = f"[background load {load['other_percent_of_machine']:.1f} %]"
+    return text + (" <-- CONTENDED" if load["other_percent_of_machine"] > 5 else "")
+
+
+def convert_lines(convert: dict, load: dict) -> list[str]:
+    first = convert["1"]
+    lines = [
+        "",
+        f"1. vc convert on CPU: RTF = processing time / input audio duration ({len(first['utterances'])} eval "
+        f"utterances {first['utterances'][0]}.., {first['audio_seconds']:.1f} s after trimming) {busy(load)}",
+    ]
+    headers = ["batch", "features", "encoder", "decoder", "postnet", "vocoder", "post+voc", "total"]
+    headers += ["convert_batch", "read", "dec steps", "ms/step", "capped", "load s", "RSS MB", "base MB"]
+    rows = []
+    for batch, r in convert.items():
+        rtf = r["rtf"]
+        rows.append(
+            [batch]
+            + [f"{rtf[k]:.4f}" for k in ("features", "encoder", "decoder", "postnet", "vocoder")]
+            + [f"{rtf['postnet+vocoder']:.4f}", f"{rtf['total']:.4f}", f"{r['rtf_convert_batch']:.4f}"]
+            + [f"{r['rtf_read']:.4f}", r["decoder_steps"], f"{r['decoder_ms_per_step']:.2f}"]
+            + [f"{r['items_stopped_by_cap']}/{len(r['utterances'])}", f"{r['load_seconds']:.2f}"]
+            + [f"{r['peak_rss_mb']:.0f}", f"{r['rss_baseline_mb']:.0f}"]
+        )
+    lines += table(headers, rows)
+    lines.append(
+        "   total = features+encoder+decoder+postnet+vocoder(+output copy), timed piece by piece; convert_batch = "
+        "Converter.convert_batch end to end on the same batches; read = read_audio (decode+trim), not in total;"
+    )
+    lines.append(
+        f"   capped = items whose decoding hit inference.max_ratio={first['max_ratio']:g}; "
+        f"pieces vs convert_batch max |diff| = {first['pipeline_vs_convert_batch_max_abs_diff']:.2e}"
+    )
+    return lines
+
+
+def griffinlim_lines(gl: dict, load: dict) -> list[str]:
+    lines = [
+        "",
+        f"2. Griffin-Lim, n_iter={gl['n_iter']}, momentum={gl['momentum']}, same seeded random initial phases, "
+        f"true STFT magnitudes of {gl['utterances']} eval utterances ({gl['audio_seconds']:.1f} s), mean of "
+        f"{gl['repeats']} repeats; librosa accepts stacked (B, F, T): {gl['librosa_stacked_supported']} "
+        f"{busy(load)}",
+    ]
+    headers = ["batch", "method", "ms/utterance", "ours is x faster", "spectral convergence"]
+    rows = []
+    for batch, batch_rows in gl["rows"].items():
+        ours = gl_comparison(batch_rows)["ours"]["seconds_per_utterance"]
+        for r in batch_rows:
+            if r.get("not_installed"):
+                rows.append([batch, r["method"], "not installed", "", ""])
+                continue
+            rows.append(
+                [
+                    batch,
+                    r["method"],
+                    f"{1000 * r['seconds_per_utterance']:.1f}",
+                    f"{r['seconds_per_utterance'] / ours:.2f}",
+                    f"{r['spectral_convergence']:.4f}",
+                ]
+            )
+    lines += table(headers, rows, left=2)
+    for batch in gl["rows"]:
+        c = gl_comparison(gl["rows"][batch])
+        lines.append(f"   batch {batch}: ours is {c['speedup']:.2f}x faster than {c['librosa']['method']}")
+    return lines
+
+
+def training_lines(train: dict, load: dict) -> list[str]:
+    lines = [
+        "",
+        f"3. Training throughput, {train['config']}, vc.train.Trainer.train_step on the same fixed batches of "
+        f"{train['single']['batch_size_per_process']} real training utterances, 1 warm-up step per process "
+        f"{busy(load)}",
+    ]
+    headers = ["setup", "threads/proc", "timed batches", "s/batch", "target frames/s", "utt/s", "peak RSS MB"]
+    rows = []
+    for key, label in (
+        ("single", "1 process"),
+        ("single_1thread", "1 process, 1 thread"),
+        ("ddp2", "2 DDP gloo processes"),
+        ("independent2", "2 independent processes, no DDP"),
+    ):
+        r = train[key]
+        rows.append(
+            [
+                label,
+                r["threads_per_process"],
+                r["timed_batches"],
+                f"{r['seconds_per_batch']:.2f}",
+                f"{r['frames_per_second']:.0f}",
+                f"{r['utterances_per_second']:.1f}",
+                " + ".join(f"{m:.0f}" for m in r["peak_rss_mb_per_process"]),
+            ]
+        )
+    lines += table(headers, rows)
+    lines.append(f"   2 DDP processes (torch.set_num_threads(1) each) / 1 process: {train['speedup']:.2f}x")
+    return lines + step_profile_lines(train)
+
+
+def step_profile_lines(train: dict) -> list[str]:
+    """Top operators of one profiled step: 1 process x 1 thread, DDP rank 0, independent process 0."""
+    columns = [
+        ("single_1thread", "1 proc x 1 thread"),
+        ("ddp2", "DDP rank 0"),
+        ("independent2", "indep. proc 0"),
+    ]
+    profiles = [train[key]["ranks"][0]["profile"] for key, _ in columns]
+    self_ms = [{o["name"]: o["self_ms"] for o in p["top_ops"]} for p in profiles]
+    names = list(dict.fromkeys(o["name"] for p in profiles[1::-1] for o in p["top_ops"]))[:12]
+    rows = [
+        [n] + [_ms(ms.get(n)) for ms in self_ms] + [_ratio(self_ms[1].get(n), self_ms[0].get(n))]
+        for n in names
+    ]
+    rows.append(["(wall of the step)"] + [_ms(p["wall_ms"]) for p in profiles])
+    rows[-1].append(_ratio(profiles[1]["wall_ms"], profiles[0]["wall_ms"]))
+    rows.append(
+        ["(outside operators: waiting, Python)"]
+        + [f"{p['outside_ops_percent']:.0f} %" for p in profiles]
+        + [""]
+    )
+    headers = ["operator"] + [label for _, label in columns] + ["DDP / alone"]
+    lines = [
+        "   one profiled train_step after the timing (torch.profiler, self CPU ms of the top operators):"
+    ]
+    return lines + ["   " + line for line in table(headers, rows)]
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def decoder_lines(decoder: dict, load: dict) -> list[str]:
+    lines = [
+        "",
+        f"4. Decoder free-running step time, batch 1, {decoder['steps']} steps, median of {decoder['repeats']} "
+        f"repeats, {decoder['attention_type']} attention (monotonic window: {decoder['monotonic_window']}), "
+        f"source = {decoder['utterance']} repeated {busy(load)}",
+    ]
+    headers = ["source", "src frames", "enc steps", "step ms", "attention ms", "rest ms"]
+    rows = [
+        [
+            r["length"],
+            r["source_frames"],
+            r["encoder_steps"],
+            f"{r['step_ms']:.3f}",
+            f"{r['attention_ms']:.3f}",
+            f"{r['rest_ms']:.3f}",
+        ]
+        for r in decoder["rows"]
+    ]
+    return lines + table(headers, rows)
+
+
+def goal_lines(goals: list[dict], profiles: dict) -> list[str]:
+    lines = ["", "Goals"]
+    for g in goals:
+        lines.append(f"  [{'met' if g['met'] else 'NOT MET'}] {g['goal']}: {g['value']}")
+    for name, profs in profiles.items():
+        for prof in profs:
+            lines += profile_lines(name, prof)
+    return lines
+
+
+def profile_lines(name: str, prof: dict) -> list[str]:
+    lines = [
+        "",
+        f"Profile ({name} goal missed): {prof['what']}, torch.profiler, wall {prof['wall_ms']:.1f} ms",
+    ]
+    if prof["stages"]:
+        lines.append(
+            "  stages: "
+            + ", ".join(f"{s['name']} {s['ms']:.1f} ms ({s['percent']:.0f} %)" for s in prof["stages"])
+        )
+    rows = [[o["name"], f"{o['self_ms']:.1f}", f"{o['percent']:.1f}", o["calls"]] for o in prof["top_ops"]]
+    lines += ["  " + line for line in table(["operator", "self ms", "% wall", "calls"], rows)]
+    kinds = ", ".join(f"{k} {v:.0f} %" for k, v in prof["by_kind_percent"].items())
+    lines.append(f"  by kind (self time, % of wall): {kinds}")
+    lines.append(f"  wall time outside any operator (Python, dispatch): {prof['outside_ops_percent']:.0f} %")
+    return lines
+
+
+def render(results: dict) -> str:
+    lines = header_lines(results)
+    writers = {
+        "convert": convert_lines,
+        "griffinlim": griffinlim_lines,
+        "training": training_lines,
+        "decoder": decoder_lines,
+    }
+    for name, write in writers.items():
+        if name in results:
+            lines += write(results[name], results["background_by_section"][name])
+    lines += goal_lines(results["goals"], results["profiles"])
+    return "\n".join(lines)

@@ -1,0 +1,179 @@
+"""CPU benchmark of vc: conversion speed, Griffin-Lim, training throughput, decoder scaling.
+
+    python bench/run.py [--quick] [--json OUT.json] [--checkpoint best.pt] [--db_root DIR]
+
+Prints a table and writes every number to JSON (default bench/results.json). Data: the local CMU
+ARCTIC copy (../shared/data/cmu_arctic, --db_root), split by the recipe's data_prep.py; the eval
+sources are bdl arctic_b0440... Model: --checkpoint, else the one the ARCTIC
+recipe trained (egs/arctic/vc1/exp/bdl_slt_default/checkpoints/best.pt) when present, else an UNTRAINED
+model from egs/arctic/vc1/conf/default.yaml: its stop token is random, so it decodes exactly 1.0 x
+the source frames (inference.min_ratio = max_ratio = 1.0; every item runs to that cap, and its
+decoder numbers are those of an output as long as the input). Every measurement runs in a
+fresh process, so its peak memory (getrusage ru_maxrss) is its own, and the CPU time other
+processes take meanwhile (/proc/stat minus our own getrusage) is reported: on a shared machine a
+run is only clean when that background load is about 0 %.
+
+1. `vc convert` real-time factor = processing time / input audio duration (after trimming), at
+   batch 1 (`vc convert IN OUT`) and batch 8 (length-sorted, as `vc convert --out-dir`), split into
+   features / encoder / decoder / postnet / vocoder by running the pieces Converter.convert_batch
+   uses one at a time (checked equal to convert_batch with the same seed); convert_batch end to
+   end, file reading and model load time are reported next to it.
+2. Griffin-Lim: vc.vocoder.griffin_lim vs librosa.griffinlim (item by item and stacked) and
+   torchaudio.transforms.GriffinLim if importable; n_iter=32, momentum=0.99, identical STFT
+   settings and identical seeded random initial phases; wall time and spectral convergence.
+3. Training: target frames per second of Trainer.train_step on the default config's batches of 32
+   real training utterances: one process (torch's 2 threads, and 1 thread), two DDP gloo processes
+   (torch.set_num_threads(1) each), and two independent 1-thread processes (no DDP: what the machine
+   gives two processes); one extra step per process is profiled.
+4. Decoder: ms per free-running step for the source 1x, 2x, 4x an utterance; attention alone.
+
+Goals (printed met / NOT MET): convert RTF <= 0.05 on 2 cores; Griffin-Lim >= 3x faster than
+librosa at equal or better spectral convergence; decoder step time flat in source length apart
+from the attention. A missed goal gets a torch.profiler profile in the table and the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import shlex
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from benchlib import (
+    DEFAULT_CONFIG,
+    DEFAULT_DB_ROOT,
+    FULL,
+    QUICK,
+    BackgroundLoad,
+    Setup,
+    machine,
+    prepare_lists,
+    resolve_checkpoint,
+)
+
+SECTIONS = ("convert", "griffinlim", "training", "decoder")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer utterances, steps and repeats (< 10 min)")
+    parser.add_argument("--json", default=str(Path(__file__).parent / "results.json"), help="output JSON")
+    parser.add_argument(
+        "--db_root", default=str(DEFAULT_DB_ROOT), help="folder holding cmu_us_{bdl,slt}_arctic"
+    )
+    parser.add_argument("--checkpoint", help="trained checkpoint (default: the lead's best.pt if present)")
+    parser.add_argument("--untrained", action="store_true", help="ignore checkpoints, use an untrained model")
+    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="config for training / untrained model")
+    parser.add_argument(
+        "--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}"
+    )
+    args = parser.parse_args(argv)
+    unknown = set(args.sections.split(",")) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections {sorted(unknown)}; choose from {SECTIONS}")
+    return args
+
+
+def in_fresh_process(fn, *args):
+    """fn(*args) in a new spawned interpreter, so its peak RSS and warm-up are its own."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def convert_both(setup: Setup) -> dict:
+    from convert_rtf import measure_convert
+
+    return {str(b): in_fresh_process(measure_convert, setup, b) for b in (1, 8)}
+
+
+def measure(setup: Setup, sections: list[str]) -> dict:
+    """Run the chosen sections, each in its own process(es), noting other processes' CPU use."""
+    from decoder_scaling import measure_decoder
+    from griffinlim_speed import measure_griffinlim
+    from train_throughput import measure_training
+
+    runners = {
+        "convert": convert_both,
+        "griffinlim": lambda s: in_fresh_process(measure_griffinlim, s),
+        "training": measure_training,
+        "decoder": lambda s: in_fresh_process(measure_decoder, s),
+    }
+    results, background = {}, {}
+    for name in SECTIONS:
+        if name in sections:
+            log(name)
+            load = BackgroundLoad()
+            results[name] = runners[name](setup)
+            background[name] = load.result()
+    results["background_by_section"] = background
+    return results
+
+
+def profile_misses(setup: Setup, goals: list[dict]) -> dict:
+    """A torch.profiler profile for every missed goal."""
+    from profiles import run_profile
+
+    profiles = {}
+    for goal in goals:
+        if not goal["met"]:
+            log(f"profiling {goal['profile']} (goal missed)")
+            profiles[goal["profile"]] = in_fresh_process(run_profile, goal["profile"], setup)
+    return profiles
+
+
+def model_description(results: dict, checkpoint: str) -> str:
+    if "convert" in results:
+        return results["convert"]["1"]["model"]
+    if "decoder" in results:
+        return results["decoder"]["model"]
+    return f"trained checkpoint {checkpoint}" if checkpoint else "untrained model"
+
+
+def main(argv: list[str] | None = None) -> None:
+    from report import evaluate_goals, render
+
+    args = parse_args(argv)
+    started = time.perf_counter()
+    load = BackgroundLoad()
+    sections = args.sections.split(",")
+    with tempfile.TemporaryDirectory(prefix="vc-bench-") as work:
+        setup = Setup(
+            db_root=args.db_root,
+            config=str(Path(args.config).resolve()),
+            checkpoint=resolve_checkpoint(args.checkpoint, args.untrained),
+            lists_dir=str(Path(work) / "lists"),
+            work_dir=work,
+            sizes=QUICK if args.quick else FULL,
+        )
+        prepare_lists(setup.db_root, setup.lists_dir)
+        results = {
+            "mode": "quick" if args.quick else "full",
+            "command": "python " + shlex.join(["bench/run.py", *(sys.argv[1:] if argv is None else argv)]),
+            "machine": machine(),
+            "setup": setup.to_dict(),
+        }
+        results.update(measure(setup, sections))
+        results["model"] = model_description(results, setup.checkpoint)
+        results["goals"] = evaluate_goals(results)
+        results["profiles"] = profile_misses(setup, results["goals"])
+    results["seconds"] = time.perf_counter() - started
+    results["background_load"] = load.result()
+    print(render(results))
+    print(f"\n(benchmark took {results['seconds']:.0f} s; JSON: {args.json})")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
