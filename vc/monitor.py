@@ -22,7 +22,7 @@ from vc.audio import FeatureStats
 from vc.config import Config
 from vc.data import ParallelDataset, collate
 from vc.fileio import atomic_open
-from vc.losses import compute_losses
+from vc.losses import teacher_forced_losses
 from vc.metrics import diagonal_ratio, focus_rate
 from vc.model import Seq2SeqVC, decoder_steps
 from vc.plotting import alignment_figure, evolution_figure, mel_figure, save_figure, stop_figure
@@ -59,23 +59,13 @@ class Monitor:
         return valid_loss
 
     def _dev_loss(self, model, dev_set, step) -> float:
-        t = self.config.train
         totals: dict[str, float] = {}
         frames = 0
         batch_size = self.config.data.batch_size
         for start in range(0, len(dev_set), batch_size):
             batch = collate([dev_set[k] for k in range(start, min(start + batch_size, len(dev_set)))])
             batch = batch.to(self.device)
-            out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
-            losses = compute_losses(
-                out,
-                batch.tgt,
-                batch.tgt_lens,
-                self.config.model.reduction_factor,
-                t.stop_pos_weight,
-                t.guided_attention_sigma,
-                1.0,
-            )
+            losses = teacher_forced_losses(model, batch, self.config, guided_weight=1.0)
             weight = int(batch.tgt_lens.sum())
             frames += weight
             for name in ("spectral", "stop", "guided_attention"):

@@ -36,7 +36,7 @@ from vc.data import (
 )
 from vc.errors import CheckpointError
 from vc.fileio import atomic_write_text
-from vc.losses import compute_losses
+from vc.losses import teacher_forced_losses
 from vc.model import build_model
 from vc.monitor import Monitor
 
@@ -155,16 +155,7 @@ class Trainer:
         model = self.ddp or self.model
         model.train()
         with torch.autocast(self.device.type, enabled=self.use_amp):
-            out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
-            losses = compute_losses(
-                out,
-                batch.tgt,
-                batch.tgt_lens,
-                self.config.model.reduction_factor,
-                t.stop_pos_weight,
-                t.guided_attention_sigma,
-                self.guided_attention_weight(),
-            )
+            losses = teacher_forced_losses(model, batch, self.config, self.guided_attention_weight())
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(losses.total).backward()
         self.scaler.unscale_(self.optimizer)
