@@ -8,8 +8,10 @@ types and tensors go in, so it loads with ``weights_only=True``.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,14 @@ def step_checkpoints(folder: Path) -> list[Path]:
 def prune_checkpoints(folder: Path, keep: int) -> None:
     for old in step_checkpoints(folder)[:-keep] if keep > 0 else []:
         old.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def private_rng(seed: int, device: torch.device) -> Iterator[None]:
+    """Run the block on torch's RNG seeded with ``seed``, then restore the outer stream."""
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        yield
 
 
 def rng_state() -> dict[str, Any]:

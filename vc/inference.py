@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from vc.audio import FeatureStats, LogMel, prepare_wave, read_audio, write_audio
-from vc.checkpoint import load_checkpoint
+from vc.audio import AUDIO_FORMATS, FeatureStats, LogMel, prepare_wave, read_audio, write_audio
+from vc.checkpoint import load_checkpoint, private_rng
 from vc.config import Config
 from vc.errors import AudioError, CheckpointError, ConfigError
 from vc.fileio import atomic_open
@@ -106,15 +106,12 @@ class Converter:
     def convert_batch(self, waves: list[np.ndarray]) -> list[Conversion]:
         """Prepared waves (at the model's rate, trimmed) -> conversions, one batch on the device."""
         wave_lens = torch.tensor([len(w) for w in waves])
-        padded = torch.zeros(len(waves), int(wave_lens.max()))
-        for k, w in enumerate(waves):
-            padded[k, : len(w)] = torch.from_numpy(w)
+        padded = torch.nn.utils.rnn.pad_sequence([torch.from_numpy(w) for w in waves], batch_first=True)
         mels, mel_lens = self.features(padded.to(self.device), wave_lens.to(self.device))
         src = self.src_stats.normalize(mels)
         # Seeded: the prenet's dropout (on at inference) and Griffin-Lim's initial
         # phase are random, and the same input should give the same output.
-        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
-            torch.manual_seed(self.seed)
+        with private_rng(self.seed, self.device):
             out = self.model.inference(src, mel_lens, self.config.inference)
         converted = self.tgt_stats.denormalize(out.after)
         generator = torch.Generator(device=self.device).manual_seed(self.seed)
@@ -136,17 +133,14 @@ class Converter:
         return results
 
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
-
-
 def collect_inputs(paths: list[str | Path]) -> list[Path]:
     """Files as given; folders expand to their audio files (sorted). Missing paths are errors."""
     found: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES)
+            files = sorted(p for p in path.iterdir() if p.suffix.lower() in AUDIO_FORMATS)
             if not files:
-                raise AudioError(f"no {'/'.join(AUDIO_SUFFIXES)} files in folder {path}")
+                raise AudioError(f"no {'/'.join(AUDIO_FORMATS)} files in folder {path}")
             found += files
         elif not path.exists():
             raise AudioError(f"input not found: {path}")

@@ -101,5 +101,12 @@ def teacher_forced_losses(model, batch, config, guided_weight: float) -> Losses:
     """Teacher-forced forward of a vc.data.Batch and its losses, as training and validation compute them."""
     out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
     t = config.train
-    return compute_losses(out, batch.tgt, batch.tgt_lens, config.model.reduction_factor, t.stop_pos_weight,
-                          t.guided_attention_sigma, guided_weight)
+    return compute_losses(
+        out,
+        batch.tgt,
+        batch.tgt_lens,
+        config.model.reduction_factor,
+        t.stop_pos_weight,
+        t.guided_attention_sigma,
+        guided_weight,
+    )

@@ -19,6 +19,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 
 from vc.audio import FeatureStats
+from vc.checkpoint import private_rng
 from vc.config import Config
 from vc.data import ParallelDataset, collate
 from vc.fileio import atomic_open
@@ -50,8 +51,7 @@ class Monitor:
         model.eval()
         # A private RNG stream: evaluation neither perturbs training (exact resume)
         # nor changes between evaluations (prenet dropout stays on at inference).
-        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
-            torch.manual_seed(self.config.train.seed)
+        with private_rng(self.config.train.seed, self.device):
             valid_loss = self._dev_loss(model, dev_set, step)
             self._fixed_utterances(model, dev_set, step)
         model.train()
