@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,6 +140,7 @@ def _write(tmp_path, case: str):
     return path
 
 
+@pytest.mark.filterwarnings("error")  # a warning from any library must not change the answer
 @pytest.mark.parametrize(
     "case,message",
     [
@@ -160,6 +165,7 @@ def test_bad_input_is_one_error_line_and_no_output(tmp_path, checkpoint, capsys,
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.wav")]  # no temp left behind
 
 
+@pytest.mark.filterwarnings("error")  # a warning from any library must not change the answer
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "truncated", "foreign"])
 def test_bad_checkpoint_is_one_error_line(tmp_path, checkpoint, capsys, damage):
     source = tmp_path / "in.wav"
@@ -176,6 +182,7 @@ def test_bad_checkpoint_is_one_error_line(tmp_path, checkpoint, capsys, damage):
     assert not (tmp_path / "out.wav").exists()
 
 
+@pytest.mark.filterwarnings("error")  # a warning from any library must not change the answer
 def test_unwritable_output_is_one_error_line(tmp_path, checkpoint, capsys):
     source = tmp_path / "in.wav"
     sf.write(source, speech_like(), 16000)
@@ -190,6 +197,7 @@ def test_unwritable_output_is_one_error_line(tmp_path, checkpoint, capsys):
         assert code == 1 and "cannot write" in err
 
 
+@pytest.mark.filterwarnings("error")  # a warning from any library must not change the answer
 def test_bad_config_override_is_one_error_line(tmp_path, checkpoint, capsys):
     source = tmp_path / "in.wav"
     sf.write(source, speech_like(), 16000)
@@ -199,6 +207,7 @@ def test_bad_config_override_is_one_error_line(tmp_path, checkpoint, capsys):
     assert code == 1 and err.count("\n") == 1 and "inference.max_ratio" in err, err
 
 
+@pytest.mark.filterwarnings("error")  # a warning from any library must not change the answer
 @pytest.mark.parametrize(
     "extra,message",
     [
@@ -231,3 +240,133 @@ def test_python_api_refuses_long_input_and_is_deterministic(checkpoint):
     first, _ = converter.convert(speech_like(0.7), 16000)
     again, _ = converter.convert(speech_like(0.7), 16000)
     assert np.array_equal(first, again)
+
+
+# ---------------------------------------------------------------- nothing lost, nothing dropped (issue 12)
+
+
+@pytest.mark.parametrize("spelling", ["same path", "other spelling", "symlink", "hard link"])
+def test_an_output_that_is_the_input_is_refused_before_any_work(tmp_path, checkpoint, capsys, spelling):
+    source = tmp_path / "in.wav"
+    sf.write(source, speech_like(), 16000)
+    before = source.read_bytes()
+    out = {
+        "same path": source,
+        "other spelling": tmp_path / "sub" / ".." / "in.wav",
+        "symlink": tmp_path / "link.wav",
+        "hard link": tmp_path / "hard.wav",
+    }[spelling]
+    (tmp_path / "sub").mkdir()
+    if spelling == "symlink":
+        out.symlink_to(source)
+    elif spelling == "hard link":
+        os.link(source, out)
+    code, err = run(capsys, "--checkpoint", checkpoint, source, out)
+    assert code == 1 and err.count("\n") == 1 and "is the input" in err, err
+    assert source.read_bytes() == before
+
+
+def test_out_dir_that_is_the_input_folder_is_refused(tmp_path, checkpoint, capsys):
+    sf.write(tmp_path / "a.wav", speech_like(), 16000)
+    before = (tmp_path / "a.wav").read_bytes()
+    code, err = run(capsys, "--checkpoint", checkpoint, "--out-dir", tmp_path, tmp_path)
+    assert code == 1 and err.count("\n") == 1 and "is the input" in err, err
+    assert (tmp_path / "a.wav").read_bytes() == before
+
+
+def test_two_inputs_with_one_output_name_are_refused(tmp_path, checkpoint, capsys):
+    for folder in ("x", "y"):
+        (tmp_path / folder).mkdir()
+        sf.write(tmp_path / folder / "a.wav", speech_like(), 16000)
+    args = ["--out-dir", tmp_path / "out", tmp_path / "x" / "a.wav", tmp_path / "y" / "a.wav"]
+    code, err = run(capsys, "--checkpoint", checkpoint, *args)
+    assert code == 1 and err.count("\n") == 1 and "share a file name" in err, err
+    from vc.inference import check_outputs
+
+    with pytest.raises(AudioError, match="would both be written"):
+        check_outputs([tmp_path / "x" / "a.wav", tmp_path / "y" / "a.wav"], [tmp_path / "o.wav"] * 2)
+
+
+def _folder_with_one_bad_file(tmp_path):
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    sf.write(folder / "a.wav", speech_like(0.5), 16000)
+    (folder / "b.wav").write_text("not audio at all\n" * 50)
+    sf.write(folder / "c.wav", speech_like(0.6, seed=1), 16000)
+    return folder
+
+
+def test_a_folder_with_an_unreadable_file_converts_the_rest_and_lists_the_failure(
+    tmp_path, checkpoint, capsys
+):
+    folder, out = _folder_with_one_bad_file(tmp_path), tmp_path / "out"
+    code = main(
+        ["convert", "--no-progress", "--checkpoint", str(checkpoint), "--out-dir", str(out), str(folder)]
+    )
+    captured = capsys.readouterr()
+    assert code == 1
+    assert sorted(p.name for p in out.iterdir()) == ["a.wav", "c.wav"]
+    assert "converted 2 of 3 file(s)" in captured.out
+    lines = captured.err.splitlines()
+    assert lines[0] == "vc convert: error: 1 of 3 file(s) not converted:", captured.err
+    assert len(lines) == 2 and "b.wav" in lines[1] and "cannot read" in lines[1], captured.err
+
+
+def test_strict_stops_at_the_first_unusable_input_and_writes_nothing(tmp_path, checkpoint, capsys):
+    folder, out = _folder_with_one_bad_file(tmp_path), tmp_path / "out"
+    code, err = run(capsys, "--checkpoint", checkpoint, "--strict", "--out-dir", out, folder)
+    assert code == 1 and err.count("\n") == 1 and "b.wav" in err and "cannot read" in err, err
+    assert not out.exists() or not list(out.iterdir())
+
+
+# --------------------------------------------- library noise never reaches the user (issue 12)
+
+FULL_DISK = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG, like ENOSPC
+resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+from vc.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _vc_process(tmp_path, flags, args):
+    """`vc` in a fresh interpreter: its stderr exactly as a user's terminal would get it."""
+    script = tmp_path / "full_disk.py"
+    script.write_text(FULL_DISK)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run(
+        [sys.executable, *flags, *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
+
+
+@pytest.mark.parametrize("flags", [[], ["-W", "error"]], ids=["default warnings", "warnings as errors"])
+@pytest.mark.parametrize("case", ["pickle protocol 5 checkpoint", "not audio", "full disk"])
+def test_library_warnings_and_tracebacks_never_reach_stderr(tmp_path, checkpoint, flags, case):
+    source, out, model = tmp_path / "in.wav", tmp_path / "out.wav", checkpoint
+    sf.write(source, speech_like(3.0), 16000)
+    entry = ["-m", "vc.cli"]
+    if case == "pickle protocol 5 checkpoint":
+        model = tmp_path / "foreign.pt"
+        model.write_bytes(pickle.dumps({"weights": [1, 2, 3]}, protocol=5))
+    elif case == "not audio":
+        source.write_text("text\n" * 100)
+    elif case == "full disk":
+        entry = [str(tmp_path / "full_disk.py")]
+    result = _vc_process(
+        tmp_path, flags, [*entry, "convert", "--checkpoint", str(model), str(source), str(out)]
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("vc convert: error:"), result.stderr
+    assert not out.exists()
+
+
+def test_verbose_shows_library_warnings_in_the_debug_log(tmp_path):
+    source, model = tmp_path / "in.wav", tmp_path / "foreign.pt"
+    sf.write(source, speech_like(), 16000)
+    model.write_bytes(pickle.dumps({"weights": [1]}, protocol=5))
+    result = _vc_process(
+        tmp_path, [], ["-m", "vc.cli", "-v", "convert", "--checkpoint", str(model), str(source), "o.wav"]
+    )
+    assert "DEBUG py.warnings" in result.stderr and "pickle protocol 5" in result.stderr, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("vc convert: error:")

@@ -7,6 +7,7 @@ compare: magnitude STFT (zero-padded, centred frames), Slaney mel filterbank
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,14 +87,25 @@ AUDIO_FORMATS = {".wav": ("WAV", "PCM_16"), ".flac": ("FLAC", "PCM_16"), ".ogg":
 
 
 def write_audio(path: str | Path, wave: np.ndarray, sample_rate: int) -> None:
-    """Write wav, flac or ogg (by the suffix) atomically."""
+    """Write wav, flac or ogg (by the suffix) atomically.
+
+    The file is encoded in memory first and then written as plain bytes: soundfile
+    writing to a Python file goes through cffi callbacks, where a full disk prints
+    "Exception ignored from cffi callback" tracebacks and ends in a bare
+    AssertionError. Plain bytes fail with one OSError.
+    """
     path = Path(path)
     if path.suffix.lower() not in AUDIO_FORMATS:
         raise AudioError(f"cannot write {path}: the name must end in {', '.join(AUDIO_FORMATS)}")
     audio_format, subtype = AUDIO_FORMATS[path.suffix.lower()]
+    encoded = io.BytesIO()
+    try:
+        sf.write(encoded, np.clip(wave, -1.0, 1.0), sample_rate, format=audio_format, subtype=subtype)
+    except Exception as exc:  # soundfile raises several types
+        raise AudioError(f"cannot encode {path}: {_first_line(exc)}") from None
     try:
         with atomic_open(path) as out:
-            sf.write(out, np.clip(wave, -1.0, 1.0), sample_rate, format=audio_format, subtype=subtype)
+            out.write(encoded.getbuffer())
     except OSError as exc:
         raise AudioError(f"cannot write {path}: {exc.strerror or exc}") from None
 

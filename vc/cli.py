@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from vc.errors import VcError
+from vc.quiet import library_noise_to_debug_log, warning_as_error_line
 
 
 def _setup_logging(verbose: bool, log_file: Path | None = None) -> None:
@@ -61,7 +62,7 @@ def cmd_stats(args) -> None:
 
 def cmd_convert(args) -> None:
     from vc.errors import AudioError
-    from vc.inference import Converter, collect_inputs, convert_files
+    from vc.inference import Converter, check_outputs, collect_inputs, convert_files
 
     overrides = list(args.overrides)
     if args.griffin_lim_iters is not None:
@@ -84,17 +85,22 @@ def cmd_convert(args) -> None:
         alignments = [o.with_name(f"{o.stem}_alignment.{suffix}") for o in outputs] if suffix else None
     if alignments and alignments[0].suffix not in (".png", ".npy"):
         raise AudioError(f"--save-alignment must end in .png or .npy, got {alignments[0]}")
+    check_outputs(inputs, outputs + (alignments or []))  # before the model loads: no work, no loss
     converter = Converter.from_checkpoint(args.checkpoint, device=args.device, overrides=overrides)
-    convert_files(
+    failures = convert_files(
         converter,
         inputs,
         outputs,
         batch_size=args.batch_size,
         alignments=alignments,
         progress=not args.no_progress,
+        strict=args.strict or len(inputs) == 1,  # one input: its error is the whole answer
     )
     where = args.out_dir if args.out_dir else outputs[0]
-    print(f"converted {len(inputs)} file(s): {where}")
+    print(f"converted {len(inputs) - len(failures)} of {len(inputs)} file(s): {where}")
+    if failures:
+        listing = "".join(f"\n  {failure.reason}" for failure in failures)
+        raise AudioError(f"{len(failures)} of {len(inputs)} file(s) not converted:{listing}")
 
 
 def cmd_score(args) -> None:
@@ -187,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="key=value",
         help="override an inference/vocoder setting, e.g. inference.max_ratio=2",
     )
+    convert.add_argument(
+        "--strict", action="store_true", help="stop at the first unusable input (default: convert the rest)"
+    )
     convert.add_argument("--no-progress", action="store_true")
     convert.set_defaults(func=cmd_convert)
 
@@ -218,7 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     if not logging.getLogger().handlers:
         _setup_logging(args.verbose)
     try:
-        args.func(args)
+        with library_noise_to_debug_log():
+            args.func(args)
+    except Warning as exc:  # only under -W error: still one line
+        print(f"vc {args.command}: error: {warning_as_error_line(exc)}", file=sys.stderr)
+        return 1
     except VcError as exc:
         print(f"vc {args.command}: error: {exc}", file=sys.stderr)
         return 1

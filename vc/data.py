@@ -21,12 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from vc.audio import FeatureStats, LogMel, logmel_numpy, read_audio
 from vc.config import AudioConfig
 from vc.errors import DataError
 from vc.fileio import atomic_open, atomic_write_text
+from vc.progress import progress as show_progress  # `progress` is a parameter name here
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def load_features(
             log.warning("feature cache %s is unreadable; computing it again", path)
     extractor = LogMel(audio)
     features: Features = {}
-    for pair in tqdm(pairs, desc=f"features {list_path.name}", disable=not progress, unit="utt"):
+    for pair in show_progress(pairs, desc=f"features {list_path.name}", disable=not progress, unit="utt"):
         features[pair.utt_id] = (
             logmel_numpy(read_audio(pair.source, audio), audio, extractor),
             logmel_numpy(read_audio(pair.target, audio), audio, extractor),

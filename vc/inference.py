@@ -14,15 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from vc.audio import AUDIO_FORMATS, FeatureStats, LogMel, prepare_wave, read_audio, write_audio
 from vc.checkpoint import load_checkpoint, private_rng
 from vc.config import Config
-from vc.errors import AudioError, CheckpointError, ConfigError
+from vc.errors import AudioError, CheckpointError, ConfigError, VcError
 from vc.fileio import atomic_open
 from vc.model import Seq2SeqVC, build_model, decoder_steps
 from vc.plotting import alignment_figure, save_figure
+from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
 
 log = logging.getLogger(__name__)
@@ -161,12 +161,47 @@ def check_writable(path: Path) -> None:
         raise AudioError(f"cannot write {path}: it is a folder")
 
 
+def check_outputs(inputs: list[Path], outputs: list[Path]) -> None:
+    """Refuse, before any work, an output that is an input or that two inputs would share.
+
+    Writing over an input would replace the user's recording with its conversion.
+    The same file can hide behind another spelling, a symlink or a hard link, so
+    compare resolved paths and, for outputs that exist, device and inode.
+    """
+    by_path = {path.resolve(): path for path in inputs}
+    by_inode = {(st.st_dev, st.st_ino): path for path in inputs if (st := _stat(path))}
+    claimed: dict[Path, Path] = {}
+    for output in outputs:
+        st = _stat(output)
+        source = by_path.get(output.resolve()) or (st and by_inode.get((st.st_dev, st.st_ino)))
+        if source:
+            raise AudioError(f"output {output} is the input {source}; refusing to overwrite a source file")
+        if output.resolve() in claimed:
+            raise AudioError(f"two outputs would both be written to {output}; give distinct output names")
+        claimed[output.resolve()] = output
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
 def save_alignment(path: Path, alignment: np.ndarray, title: str) -> None:
     if path.suffix == ".npy":
         with atomic_open(path) as out:
             np.save(out, alignment)
     else:
         save_figure(alignment_figure(alignment, title), path)
+
+
+@dataclass
+class Failure:
+    """An input that was not converted, and why (a one-line message naming the file)."""
+
+    path: Path
+    reason: str
 
 
 def convert_files(
@@ -176,21 +211,45 @@ def convert_files(
     batch_size: int = 8,
     alignments: list[Path] | None = None,
     progress: bool = True,
-) -> None:
-    """Read and check every input first (nothing is written if one is unusable),
-    then convert in length-sorted batches and write each output atomically."""
+    strict: bool = True,
+) -> list[Failure]:
+    """Convert inputs[k] to outputs[k] in length-sorted batches, each output written atomically.
+
+    Outputs are checked first: none may be an input, none may be unwritable.
+    strict: the first unusable input raises before anything is written.
+    Otherwise every readable file is converted and the failures are returned.
+    """
+    check_outputs(inputs, outputs + (alignments or []))
     for path in outputs + (alignments or []):
         check_writable(path)
-    waves = [
-        read_audio(path, converter.config.audio)
-        for path in tqdm(inputs, desc="reading", disable=not progress or len(inputs) < 2, unit="file")
-    ]
-    order = sorted(range(len(waves)), key=lambda k: len(waves[k]))
-    with tqdm(total=len(waves), desc="converting", unit="file", disable=not progress) as bar:
+    waves, failures = {}, []
+    reading = show_progress(inputs, desc="reading", unit="file", disable=not progress or len(inputs) < 2)
+    for k, path in enumerate(reading):
+        try:
+            waves[k] = read_audio(path, converter.config.audio)
+        except VcError as exc:
+            if strict:
+                raise
+            failures.append(Failure(path, str(exc)))
+    order = sorted(waves, key=lambda k: len(waves[k]))
+    with show_progress(total=len(order), desc="converting", unit="file", disable=not progress) as bar:
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             for k, result in zip(chunk, converter.convert_batch([waves[k] for k in chunk]), strict=True):
-                write_audio(outputs[k], result.wave, result.sample_rate)
-                if alignments:
-                    save_alignment(alignments[k], result.alignment, inputs[k].stem)
+                try:
+                    _write_result(result, outputs[k], alignments[k] if alignments else None, inputs[k].stem)
+                except VcError as exc:
+                    if strict:
+                        raise
+                    failures.append(Failure(inputs[k], str(exc)))
             bar.update(len(chunk))
+    return sorted(failures, key=lambda failure: inputs.index(failure.path))
+
+
+def _write_result(result: Conversion, output: Path, alignment: Path | None, title: str) -> None:
+    write_audio(output, result.wave, result.sample_rate)
+    if alignment is not None:
+        try:
+            save_alignment(alignment, result.alignment, title)
+        except OSError as exc:
+            raise AudioError(f"cannot write {alignment}: {exc.strerror or exc}") from None

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from vc.audio import LogMel, read_audio, write_audio
 from vc.config import AudioConfig, Config
 from vc.errors import DataError, VcError
 from vc.metrics import score_pair
+from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
 
 AUDIO_SUFFIXES = (".wav", ".flac")
@@ -106,7 +106,7 @@ def score_directories(
     jobs = [(utt, conv, ref, sample_rate, f0_method) for utt, conv, ref in pairs]
     workers = max(1, min(workers, len(jobs)))
     rows = []
-    with tqdm(total=len(jobs), desc="scoring", unit="utt", disable=not progress) as bar:
+    with show_progress(total=len(jobs), desc="scoring", unit="utt", disable=not progress) as bar:
         if workers == 1:
             results = map(_score_files, jobs)
             pool = None
@@ -168,7 +168,9 @@ def resynthesize_folder(
     vocoder = GriffinLimVocoder(config.audio, config.vocoder)
     generator = torch.Generator().manual_seed(0)
     with tempfile.TemporaryDirectory(prefix="vc-ceiling-") as folder:
-        for utt in tqdm(sorted(utt_ids), desc="Griffin-Lim ceiling", unit="utt", disable=not progress):
+        for utt in show_progress(
+            sorted(utt_ids), desc="Griffin-Lim ceiling", unit="utt", disable=not progress
+        ):
             wave = torch.from_numpy(read_audio(references[utt], config.audio))[None]
             with torch.no_grad():
                 mel, mel_lens = features(wave)
