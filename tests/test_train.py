@@ -256,3 +256,34 @@ def test_ddp_gradient_equals_the_single_process_gradient_of_the_combined_batch(t
     for name, grad in single.items():
         torch.testing.assert_close(results[0][name], grad, atol=1e-6, rtol=1e-5, msg=name)
         torch.testing.assert_close(results[1][name], grad, atol=1e-6, rtol=1e-5, msg=name)
+
+
+def test_resume_falls_back_past_a_damaged_newest_checkpoint_and_keeps_it(tmp_path, caplog):
+    config = tiny_training_config(tmp_path)
+    train(config, tmp_path / "exp", progress=False)
+    folder = tmp_path / "exp" / "checkpoints"
+    newest = step_checkpoints(folder)[-1]
+    assert newest.name == "step0000006.pt"
+    damaged = newest.read_bytes()[:700]
+    newest.write_bytes(damaged)  # a disk that filled mid-copy
+    with caplog.at_level("WARNING", logger="vc.train"):
+        trainer = Trainer(config, tmp_path / "exp", resume=True, progress=False)
+    trainer.close()
+    assert trainer.step == 3
+    assert (
+        "skipping damaged step0000006.pt" in caplog.text and "kept as step0000006.pt.damaged" in caplog.text
+    )
+    assert (folder / "step0000006.pt.damaged").read_bytes() == damaged  # never deleted
+    for path in step_checkpoints(folder):
+        path.write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="every checkpoint in .* is damaged"):
+        Trainer(config, tmp_path / "exp", resume=True, progress=False)
+
+
+def test_training_progress_in_a_log_is_plain_lines(tmp_path, caplog, capsys, monkeypatch):
+    monkeypatch.delenv("VC_PROGRESS", raising=False)
+    config = tiny_training_config(tmp_path)
+    with caplog.at_level("INFO"):
+        train(config, tmp_path / "exp", progress=True)
+    assert "\r" not in capsys.readouterr().err
+    assert "training: done 6/6 step (100%)" in caplog.text, caplog.text

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import torch
 from torch import distributed as dist
-from tqdm import tqdm
 
 from vc.checkpoint import (
     load_checkpoint,
@@ -39,6 +38,7 @@ from vc.fileio import atomic_write_text
 from vc.losses import teacher_forced_losses
 from vc.model import build_model
 from vc.monitor import Monitor
+from vc.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -195,10 +195,11 @@ class Trainer:
             atomic_write_text(self.out_dir / "config.yaml", dump_config(self.config))
             log.info("training on %s x %d from step %d", self.device, self.world_size, self.step)
         # With a time limit the step count is open-ended: show the rate, not a bar to max_steps.
-        bar = tqdm(
+        bar = progress(
             total=None if t.max_minutes > 0 else t.max_steps,
             initial=self.step,
             disable=not (self.progress and self.is_main),
+            desc="training",
             unit="step",
             dynamic_ncols=True,
         )
@@ -261,25 +262,41 @@ class Trainer:
         prune_checkpoints(folder, self.config.train.keep_checkpoints)
         log.info("step %d: valid loss %.4f%s", self.step, valid_loss, " (best)" if improved else "")
 
-    def _resume(self) -> None:
-        found = step_checkpoints(self.out_dir / "checkpoints")
+    def _newest_readable_checkpoint(self) -> tuple[Path, dict]:
+        """The newest step checkpoint that loads; damaged newer ones are skipped and kept.
+
+        A damaged file (a disk that filled, a copy cut short) is renamed to
+        NAME.damaged, not deleted: the next save would otherwise overwrite it, and
+        pruning would delete it, before anyone could look at it.
+        """
+        folder = self.out_dir / "checkpoints"
+        found = step_checkpoints(folder)
         if not found:
-            raise CheckpointError(f"--resume: no stepNNNNNNN.pt checkpoint in {self.out_dir / 'checkpoints'}")
-        payload = load_checkpoint(found[-1], map_location=self.device)
+            raise CheckpointError(f"--resume: no stepNNNNNNN.pt checkpoint in {folder}")
+        for path in reversed(found):
+            try:
+                return path, load_checkpoint(path, map_location=self.device)
+            except CheckpointError as exc:
+                kept = path.with_name(path.name + ".damaged")
+                if self.is_main and path.exists():
+                    path.rename(kept)
+                log.warning("--resume: skipping damaged %s (kept as %s): %s", path.name, kept.name, exc)
+        raise CheckpointError(f"--resume: every checkpoint in {folder} is damaged (kept as *.pt.damaged)")
+
+    def _resume(self) -> None:
+        path, payload = self._newest_readable_checkpoint()
         try:
             self.model.load_state_dict(payload["model"])
             self.optimizer.load_state_dict(payload["optimizer"])
             self.scheduler.load_state_dict(payload["scheduler"])
             self.scaler.load_state_dict(payload["scaler"])
         except (RuntimeError, KeyError, ValueError) as exc:
-            raise CheckpointError(
-                f"{found[-1]} does not fit this config: {str(exc).splitlines()[0]}"
-            ) from None
+            raise CheckpointError(f"{path} does not fit this config: {str(exc).splitlines()[0]}") from None
         self.step = payload["step"]
         self.best_valid_loss = payload.get("best_valid_loss", math.inf)
         self.elapsed_before = payload.get("elapsed_seconds", 0.0)
         set_rng_state(payload["rng"])
-        log.info("resumed from %s at step %d", found[-1], self.step)
+        log.info("resumed from %s at step %d", path, self.step)
 
     def close(self) -> None:
         if self.monitor is not None:
