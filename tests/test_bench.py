@@ -1,0 +1,64 @@
+"""bench/run.py: which model it times, and where its JSON goes (issue 12, item 5)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+import benchlib  # noqa: E402
+import run as bench_run  # noqa: E402
+
+
+def _experiment(repo: Path, corpus: str, name: str, age: float) -> Path:
+    path = repo / "egs" / corpus / "vc1" / "exp" / name / "checkpoints" / "best.pt"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"checkpoint")
+    os.utime(path, (age, age))
+    return path
+
+
+def test_the_newest_best_checkpoint_of_any_recipe_experiment_is_used(tmp_path):
+    _experiment(tmp_path, "arctic", "bdl_slt_default", 1_000)
+    newest = _experiment(tmp_path, "arctic", "bdl_slt_mytag", 2_000)
+    _experiment(tmp_path, "other", "a_b_x", 1_500)
+    assert benchlib.resolve_checkpoint(None, False, repo=tmp_path) == str(newest)
+    given = tmp_path / "given.pt"
+    given.write_bytes(b"x")
+    assert benchlib.resolve_checkpoint(str(given), False, repo=tmp_path) == str(given.resolve())
+    assert benchlib.resolve_checkpoint(None, True, repo=tmp_path) == ""
+
+
+def test_no_trained_checkpoint_is_an_error_unless_untrained_is_asked_for(tmp_path):
+    with pytest.raises(SystemExit, match="no trained checkpoint.*--untrained"):
+        benchlib.resolve_checkpoint(None, False, repo=tmp_path)
+    with pytest.raises(SystemExit, match="no such file"):
+        benchlib.resolve_checkpoint(str(tmp_path / "missing.pt"), False, repo=tmp_path)
+
+
+def test_run_refuses_to_time_conversion_of_an_untrained_model_before_any_work(monkeypatch, capsys):
+    monkeypatch.setattr(benchlib, "RECIPE_CHECKPOINTS", "no/such/exp/*/best.pt")
+    monkeypatch.setattr(bench_run, "prepare_lists", lambda *a: pytest.fail("work started"))
+    with pytest.raises(SystemExit, match="no trained checkpoint"):
+        bench_run.main(["--quick", "--sections", "convert"])
+    # sections that time no conversion need no checkpoint, and say so
+    assert bench_run.choose_checkpoint(bench_run.parse_args(["--sections", "griffinlim"])) == ""
+    assert "model: UNTRAINED (no section times conversion)" in capsys.readouterr().err
+
+
+def test_default_json_is_ignored_by_git_and_reference_results_stay_tracked():
+    default = Path(bench_run.parse_args([]).json)
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(default)], cwd=REPO)
+    assert ignored.returncode == 0, f"{default} is not ignored by git"
+    tracked = subprocess.run(
+        ["git", "ls-files", "--error-unmatch", "bench/results.json", "bench/results_full.json"],
+        cwd=REPO,
+        capture_output=True,
+    )
+    assert tracked.returncode == 0
