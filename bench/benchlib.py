@@ -16,9 +16,12 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DB_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmu_arctic"
 DEFAULT_CONFIG = REPO / "egs" / "arctic" / "vc1" / "conf" / "default.yaml"
 DATA_PREP = REPO / "egs" / "arctic" / "vc1" / "local" / "data_prep.py"
-# Where the README's main job (the ARCTIC recipe) leaves its trained bdl -> slt model; used when
-# --checkpoint is not given and it exists.
-RECIPE_CHECKPOINT = REPO / "egs" / "arctic" / "vc1" / "exp" / "bdl_slt_default" / "checkpoints" / "best.pt"
+# Where recipes leave their trained models (egs/<corpus>/vc1/exp/<src>_<tgt>_<tag>/checkpoints/best.pt):
+# without --checkpoint the newest of these is used, whatever --tag the recipe ran with.
+RECIPE_CHECKPOINTS = "egs/*/vc1/exp/*/checkpoints/best.pt"
+# Benchmark output goes here unless --json says otherwise: git ignores it, so a run never
+# touches the committed reference results (bench/results.json, bench/results_full.json).
+DEFAULT_JSON = REPO / "bench" / "out" / "results.json"
 # An untrained stop token fires at random: an untrained model decodes exactly this many output frames
 # per source frame (inference.min_ratio = max_ratio), about what a trained bdl -> slt model outputs.
 UNTRAINED_RATIO = 1.0
@@ -70,13 +73,39 @@ class Setup:
         return asdict(self)
 
 
-def resolve_checkpoint(given: str | None, untrained: bool) -> str:
-    """--checkpoint, else the lead's best.pt when present, else "" (untrained)."""
+class BenchError(SystemExit):
+    """A one-line reason the benchmark will not run; exits with status 2."""
+
+    def __init__(self, message: str):
+        super().__init__(f"bench/run.py: error: {message}")
+
+
+def newest_recipe_checkpoint(repo: Path = REPO) -> Path | None:
+    """The most recently written best.pt of any recipe experiment, or None."""
+    found = [path for path in repo.glob(RECIPE_CHECKPOINTS) if path.is_file()]
+    return max(found, key=lambda path: path.stat().st_mtime) if found else None
+
+
+def resolve_checkpoint(given: str | None, untrained: bool, repo: Path = REPO) -> str:
+    """--checkpoint, else the newest recipe best.pt; "" (untrained) only when asked for.
+
+    An untrained model's stop token is random, so every decode runs to the length
+    cap: its conversion speed says nothing about a trained model. Timing one by
+    accident (a recipe run with another --tag) must be an error, not a table.
+    """
     if untrained:
         return ""
     if given:
+        if not Path(given).is_file():
+            raise BenchError(f"--checkpoint {given}: no such file")
         return str(Path(given).resolve())
-    return str(RECIPE_CHECKPOINT) if RECIPE_CHECKPOINT.is_file() else ""
+    found = newest_recipe_checkpoint(repo)
+    if found is None:
+        raise BenchError(
+            f"no trained checkpoint: none matches {RECIPE_CHECKPOINTS}; give --checkpoint FILE, "
+            "or --untrained to time an untrained model (every decode runs to the length cap)"
+        )
+    return str(found)
 
 
 def prepare_lists(db_root: str, out_dir: str) -> None:

@@ -2,10 +2,12 @@
 
     python bench/run.py [--quick] [--json OUT.json] [--checkpoint best.pt] [--db_root DIR]
 
-Prints a table and writes every number to JSON (default bench/results.json). Data: the local CMU
-ARCTIC copy (../shared/data/cmu_arctic, --db_root), split by the recipe's data_prep.py; the eval
-sources are bdl arctic_b0440... Model: --checkpoint, else the one the ARCTIC
-recipe trained (egs/arctic/vc1/exp/bdl_slt_default/checkpoints/best.pt) when present, else an UNTRAINED
+Prints a table and writes every number to JSON (default bench/out/results.json, which git ignores;
+the committed reference results are bench/results.json and bench/results_full.json). Data: the local
+CMU ARCTIC copy (../shared/data/cmu_arctic, --db_root), split by the recipe's data_prep.py; the eval
+sources are bdl arctic_b0440... Model: --checkpoint, else the newest best.pt of any recipe
+experiment (egs/*/vc1/exp/*/checkpoints/best.pt, whatever its --tag); the table says which. With
+neither, the convert and decoder sections refuse to run unless --untrained asks for an UNTRAINED
 model from egs/arctic/vc1/conf/default.yaml: its stop token is random, so it decodes exactly 1.0 x
 the source frames (inference.min_ratio = max_ratio = 1.0; every item runs to that cap, and its
 decoder numbers are those of an output as long as the input). Every measurement runs in a
@@ -47,6 +49,7 @@ from pathlib import Path
 from benchlib import (
     DEFAULT_CONFIG,
     DEFAULT_DB_ROOT,
+    DEFAULT_JSON,
     FULL,
     QUICK,
     BackgroundLoad,
@@ -64,12 +67,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="fewer utterances, steps and repeats (< 10 min)")
-    parser.add_argument("--json", default=str(Path(__file__).parent / "results.json"), help="output JSON")
+    parser.add_argument("--json", default=str(DEFAULT_JSON), help="output JSON (default: git-ignored)")
     parser.add_argument(
         "--db_root", default=str(DEFAULT_DB_ROOT), help="folder holding cmu_us_{bdl,slt}_arctic"
     )
-    parser.add_argument("--checkpoint", help="trained checkpoint (default: the lead's best.pt if present)")
-    parser.add_argument("--untrained", action="store_true", help="ignore checkpoints, use an untrained model")
+    parser.add_argument(
+        "--checkpoint", help="trained checkpoint (default: the newest egs/*/vc1/exp/*/checkpoints/best.pt)"
+    )
+    parser.add_argument(
+        "--untrained", action="store_true", help="time an untrained model (decodes run to the length cap)"
+    )
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="config for training / untrained model")
     parser.add_argument(
         "--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}"
@@ -140,10 +147,23 @@ def model_description(results: dict, checkpoint: str) -> str:
     return f"trained checkpoint {checkpoint}" if checkpoint else "untrained model"
 
 
+def choose_checkpoint(args: argparse.Namespace) -> str:
+    """The checkpoint to time ("" = untrained), said out loud before any work."""
+    needs_model = bool({"convert", "decoder"} & set(args.sections.split(",")))
+    untrained = args.untrained or (not needs_model and not args.checkpoint)
+    checkpoint = resolve_checkpoint(args.checkpoint, untrained)
+    if checkpoint:
+        log(f"model: trained checkpoint {checkpoint}")
+    else:
+        log("model: UNTRAINED" + (" (--untrained)" if args.untrained else " (no section times conversion)"))
+    return checkpoint
+
+
 def main(argv: list[str] | None = None) -> None:
     from report import evaluate_goals, render
 
     args = parse_args(argv)
+    checkpoint = choose_checkpoint(args)
     started = time.perf_counter()
     load = BackgroundLoad()
     sections = args.sections.split(",")
@@ -151,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
         setup = Setup(
             db_root=args.db_root,
             config=str(Path(args.config).resolve()),
-            checkpoint=resolve_checkpoint(args.checkpoint, args.untrained),
+            checkpoint=checkpoint,
             lists_dir=str(Path(work) / "lists"),
             work_dir=work,
             sizes=QUICK if args.quick else FULL,
