@@ -41,13 +41,20 @@ def griffin_lim(
     generator: torch.Generator | None = None,
     init: str | torch.Tensor = "random",
     frame_lens: torch.Tensor | None = None,
+    beta: float = 0.0,
+    gamma: float = 1.0,
 ) -> torch.Tensor:
     """Recover a waveform from an STFT magnitude with fast Griffin-Lim.
 
     Perraudin, Balazs, Sondergaard, "A fast Griffin-Lim algorithm", WASPAA 2013:
     each iteration projects onto consistent spectrograms (iSTFT then STFT), then
     extrapolates along the last step by ``momentum`` before re-imposing the
-    magnitude. ``momentum=0`` is the original Griffin-Lim algorithm.
+    magnitude. ``momentum=0`` is the original Griffin-Lim algorithm. ``gamma``
+    and ``beta`` turn it into the accelerated Griffin-Lim algorithm (Nenov,
+    Nguyen, Balazs, Bot, "Faster than fast: accelerating the Griffin-Lim
+    algorithm", ICASSP 2023): t_n = (1 - gamma) d_n-1 + gamma P(c_n-1),
+    c_n = t_n + momentum (t_n - t_n-1), d_n = t_n + beta (t_n - t_n-1), with P
+    the two projections; gamma=1 is fast Griffin-Lim whatever beta.
 
     ``init`` is "random" (phase uniform in [0, 2 pi), drawn from ``generator``;
     librosa's init="random"), "zero" (librosa's init=None) or a tensor of initial
@@ -55,6 +62,20 @@ def griffin_lim(
     padded batches: item b owns its first frame_lens[b] frames, and its output
     has ``length - (frames - frame_lens[b]) * hop_length`` samples followed by
     zeros, exactly what the item alone would give.
+
+    Speed (bench/griffinlim_speed.py, 2-core Xeon, ARCTIC eval utterances, 32
+    iterations): the iterations run on real signals, not on spectrograms. The
+    momentum step is linear and consistent spectrograms are STFTs of signals,
+    so it is taken on the overlap-added signal (a quarter of the spectrogram's
+    size at n_fft = 4 hop); overlap-add is a sum of hop-shifted frame views
+    with the window envelope divided out by one precomputed factor; the
+    magnitude is imposed through the real view (rsqrt of re^2 + im^2, no
+    complex abs). These make it about 4-5x faster than librosa on one thread
+    instead of 2x. On a CPU a padded batch runs item by item, each on its own
+    frames: it is the same result, and a batch of 8 no longer spills the cache
+    (1.7x faster per utterance than as one batch). gamma=1.25, beta=1.1 reach
+    librosa's 32-iteration spectral convergence in about 26 iterations instead
+    of 32; gamma=1.5 diverges.
 
     Measured on six ARCTIC utterances after 32 iterations, a phase-gradient
     initial phase (PGHI; Prusa, Balazs, Sondergaard, IEEE/ACM TASLP 2017) takes
@@ -78,45 +99,165 @@ def griffin_lim(
         raise ValueError(f"momentum must be >= 0, got {momentum}")
     if magnitude.dtype not in (torch.float32, torch.float64):
         magnitude = magnitude.float()  # the FFTs need single or double precision
-    window = window.to(device=magnitude.device, dtype=magnitude.dtype)
-    frames = magnitude.shape[-1]
-    natural = (frames - 1) * hop_length  # what iSTFT gives with centred frames
-    length = natural if length is None else length
-    if natural == 0:
-        n_iter = 0  # one frame overlaps nothing: every phase is consistent, iSTFT is the answer
-
-    stft_args = dict(n_fft=n_fft, hop_length=hop_length, win_length=win_length, window=window, center=True)
-    loop_scale = out_scale = None
-    if frame_lens is not None:
+    batch, _, frames = magnitude.shape
+    length = (frames - 1) * hop_length if length is None else length
+    if frame_lens is None:
+        frame_lens = torch.full((batch,), frames, dtype=torch.long, device=magnitude.device)
+    else:
         frame_lens = frame_lens.to(magnitude.device)
         magnitude = magnitude * _frame_mask(frame_lens, frames, magnitude.dtype).unsqueeze(1)
-        loop_scale = _envelope_correction(frame_lens, frames, natural, window, n_fft, hop_length)
-        out_scale = _envelope_correction(frame_lens, frames, length, window, n_fft, hop_length)
+    # Drawn for the whole batch at once, so that the generator gives the same
+    # phases however the items are then grouped.
+    start = magnitude * _initial_phasor(magnitude, init, generator)
+    stft = _Stft(n_fft, hop_length, window, magnitude.dtype, magnitude.device)
+    iterations = dict(n_iter=n_iter, momentum=momentum, beta=beta, gamma=gamma)
+    if magnitude.device.type != "cpu" or batch == 1 or not _ITEM_BY_ITEM_ON_CPU:
+        wave = _griffin_lim_batch(magnitude, start, frame_lens, length, stft, **iterations)
+        return wave[0] if single else wave
+    wave = magnitude.new_zeros(batch, length)
+    for item, own in enumerate(frame_lens.tolist()):
+        own_length = max(length - (frames - own) * hop_length, 0)
+        mine = slice(item, item + 1), slice(None), slice(0, own)
+        alone = _griffin_lim_batch(
+            magnitude[mine], start[mine], frame_lens[item : item + 1], own_length, stft, **iterations
+        )
+        wave[item, :own_length] = alone[0]
+    return wave
 
-    angles = magnitude * _initial_phasor(magnitude, init, generator)
-    # A one-frame item has nothing to iterate on alone (see above); in a batch it
-    # keeps its initial phase so that it still gives what it would give alone.
-    frozen = None if frame_lens is None or bool((frame_lens > 1).all()) else (frame_lens < 2)[:, None, None]
-    start = angles
-    # Librosa's form of the update: rebuilt - m / (1 + m) * previous is the paper's
-    # (1 + m) * rebuilt - m * previous divided by 1 + m, and the scale is lost
-    # anyway when the magnitude is re-imposed.
-    keep = momentum / (1.0 + momentum)
-    previous = None
-    for _ in range(n_iter):
-        wave = torch.istft(angles, length=natural, **stft_args)
-        if loop_scale is not None:
-            wave = wave * loop_scale
-        rebuilt = torch.stft(wave, pad_mode="constant", return_complex=True, **stft_args)
-        update = rebuilt if previous is None else torch.sub(rebuilt, previous, alpha=keep)
-        angles = magnitude * torch.sgn(update)
-        if frozen is not None:
-            angles = torch.where(frozen, start, angles)
-        previous = rebuilt
-    wave = torch.istft(angles, length=length, **stft_args)
-    if out_scale is not None:
-        wave = wave * out_scale
-    return wave[0] if single else wave
+
+# A padded batch on a CPU runs item by item (see griffin_lim); tests switch it off
+# to check the batched path, which other devices use.
+_ITEM_BY_ITEM_ON_CPU = True
+
+
+def _griffin_lim_batch(magnitude, start, frame_lens, length, stft, *, n_iter, momentum, beta, gamma):
+    """The iterations of griffin_lim on one padded batch, on overlap-added signals.
+
+    Shapes:
+        magnitude, start: (B, n_fft // 2 + 1, frames), real and complex, zero past each item's frames
+        frame_lens: (B,); returns: (B, length)
+    """
+    frames = start.shape[-1]
+    spec = start.transpose(1, 2).contiguous()  # (B, frames, bins): frames of contiguous bins for the FFTs
+    magnitude = magnitude.transpose(1, 2).contiguous()
+    # A one-frame item has nothing to iterate on alone: every phase is consistent,
+    # and the iSTFT of the start is the answer (its interior is empty).
+    natural_lens = (frame_lens - 1) * stft.hop_length
+    loop_scale = stft.inverse_envelope(frame_lens, frames, natural_lens)
+    if int(frame_lens.max()) < 2:
+        n_iter = 0
+    if n_iter > 0:
+        previous = current = extrapolated = stft.overlap_add(spec).mul_(loop_scale)
+    for step in range(n_iter):
+        spec = stft.impose(current, magnitude)
+        if step == n_iter - 1:
+            break
+        projected = stft.overlap_add(spec).mul_(loop_scale)
+        # t = (1 - gamma) d + gamma P(c); c = t + momentum (t - t'); d = t + beta (t - t')
+        accelerated = projected if gamma == 1.0 else torch.lerp(extrapolated, projected, gamma)
+        change = accelerated - previous
+        current = torch.add(accelerated, change, alpha=momentum)
+        extrapolated = accelerated if gamma == 1.0 else torch.add(accelerated, change, alpha=beta)
+        previous = accelerated
+    if bool((frame_lens < 2).any()):
+        spec = torch.where((frame_lens < 2)[:, None, None], start.transpose(1, 2), spec)
+    item_lens = length - (frames - frame_lens) * stft.hop_length
+    buffer = stft.overlap_add(spec)
+    if buffer.shape[-1] < stft.n_fft // 2 + length:  # asked for more than the frames cover
+        buffer = torch.nn.functional.pad(buffer, (0, stft.n_fft // 2 + length - buffer.shape[-1]))
+    out_scale = stft.inverse_envelope(frame_lens, frames, item_lens, size=buffer.shape[-1])
+    return buffer.mul_(out_scale)[:, stft.n_fft // 2 : stft.n_fft // 2 + length]
+
+
+class _Stft:
+    """Centred, zero-padded STFT and iSTFT (torch.stft / torch.istft's) on overlap-add buffers.
+
+    A buffer holds a signal with the n_fft // 2 centring pad on both sides:
+    buffer[n_fft // 2 + s] is sample s. The STFT of a buffer is rfft of its
+    hop-strided windowed frames (an unfold view); the iSTFT's overlap-add adds
+    the frames cut into n_fft / hop hop-long pieces onto shifted views of the
+    buffer, and the division by the window envelope is one multiplication by
+    inverse_envelope, which also zeros the centring pad as torch.stft's zero
+    padding would.
+    """
+
+    def __init__(self, n_fft, hop_length, window, dtype, device):
+        self.n_fft, self.hop_length = n_fft, hop_length
+        self.pieces = -(-n_fft // hop_length)  # frames overlapping one hop
+        window = window.to(device=device, dtype=dtype)
+        left = (n_fft - window.shape[0]) // 2  # torch.stft centres a short window in n_fft
+        self.window = torch.nn.functional.pad(window, (left, n_fft - window.shape[0] - left))
+        self.tiny = torch.tensor(torch.finfo(dtype).tiny, dtype=dtype, device=device)
+
+    def overlap_add(self, spec: torch.Tensor) -> torch.Tensor:
+        """(B, frames, bins) spectrogram -> (B, (frames + pieces - 1) * hop) windowed overlap-add."""
+        batch, frames, _ = spec.shape
+        hop, pieces = self.hop_length, self.pieces
+        chunks = torch.fft.irfft(spec, n=self.n_fft, dim=-1).mul_(self.window)
+        if pieces * hop != self.n_fft:
+            chunks = torch.nn.functional.pad(chunks, (0, pieces * hop - self.n_fft))
+        chunks = chunks.view(batch, frames, pieces, hop)
+        buffer = chunks.new_empty(batch, frames + pieces - 1, hop)
+        buffer[:, :frames] = chunks[:, :, 0]
+        buffer[:, frames:] = 0
+        for piece in range(1, pieces):
+            buffer[:, piece : piece + frames] += chunks[:, :, piece]
+        return buffer.view(batch, -1)
+
+    def impose(self, buffer: torch.Tensor, magnitude: torch.Tensor) -> torch.Tensor:
+        """STFT of a buffer with ``magnitude`` imposed: magnitude * X / |X| (0 where X is 0).
+
+        Shapes:
+            buffer: (B, samples); magnitude: (B, frames, bins); returns: (B, frames, bins)
+        """
+        frames = magnitude.shape[1]
+        spec = torch.fft.rfft(
+            buffer.unfold(-1, self.n_fft, self.hop_length)[:, :frames] * self.window, dim=-1
+        )
+        parts = torch.view_as_real(spec)
+        real, imag = parts[..., 0], parts[..., 1]
+        # magnitude / sqrt(tiny + re^2 + im^2), in place on the real view: complex
+        # abs (hypot) costs more than the FFTs here.
+        scale = torch.addcmul(self.tiny, real, real).addcmul_(imag, imag).rsqrt_().mul_(magnitude)
+        parts.mul_(scale.unsqueeze(-1))
+        return spec
+
+    def inverse_envelope(self, frame_lens, frames, lens, size=None):
+        """Per-buffer-sample 1 / (overlap-added squared window of each item's own frames).
+
+        Nonzero only on samples 0 .. lens[b] - 1 of item b (buffer positions
+        n_fft // 2 onwards): what torch.istft divides by, for the item alone,
+        and zero elsewhere.
+
+        Shapes:
+            frame_lens, lens: (B,); returns: (B, size), size defaults to the overlap-add buffer's
+        """
+        hop, pieces = self.hop_length, self.pieces
+        own = _frame_mask(frame_lens, frames, self.window.dtype)
+        squares = torch.nn.functional.pad(self.window.square(), (0, pieces * hop - self.n_fft)).view(
+            pieces, hop
+        )
+        envelope = own.new_zeros(own.shape[0], frames + pieces - 1, hop)
+        for piece in range(pieces):
+            envelope[:, piece : piece + frames] += own[:, :, None] * squares[piece]
+        envelope = envelope.view(own.shape[0], -1)
+        size = envelope.shape[-1] if size is None else size
+        envelope = torch.nn.functional.pad(envelope, (0, size - envelope.shape[-1]))
+        position = torch.arange(size, device=envelope.device)[None, :] - self.n_fft // 2
+        inside = (position >= 0) & (position < lens[:, None])
+        # torch.istft's nonzero overlap-add condition, checked where it divides.
+        if bool(
+            (
+                inside
+                & (envelope.abs() < 1e-11)
+                & (position < (frame_lens[:, None] - 1) * hop + self.n_fft // 2)
+            ).any()
+        ):
+            raise ValueError(
+                "window overlap-add is zero somewhere: the window and hop_length cannot be inverted"
+            )
+        inverse = 1.0 / envelope.clamp(min=torch.finfo(envelope.dtype).tiny)
+        return torch.where(inside, inverse, torch.zeros_like(inverse))
 
 
 def _initial_phasor(magnitude: torch.Tensor, init: str | torch.Tensor, generator) -> torch.Tensor:
@@ -139,41 +280,6 @@ def _frame_mask(frame_lens: torch.Tensor, frames: int, dtype: torch.dtype) -> to
     """(B, frames) 1 for an item's own frames, 0 for padding."""
     steps = torch.arange(frames, device=frame_lens.device)
     return (steps[None, :] < frame_lens[:, None]).to(dtype)
-
-
-def _window_envelope(frame_mask, window, n_fft, hop_length, length):
-    """Overlap-added squared window that iSTFT divides by, for the given frames.
-
-    Shapes:
-        frame_mask: (B, frames); returns: (B, length), centred-frame coordinates
-    """
-    left = (n_fft - window.shape[0]) // 2  # torch.stft centres a short window in n_fft
-    kernel = torch.nn.functional.pad(window.square(), (left, n_fft - window.shape[0] - left))
-    summed = torch.nn.functional.conv_transpose1d(frame_mask[:, None], kernel[None, None], stride=hop_length)
-    summed = summed[:, 0, n_fft // 2 : n_fft // 2 + length]
-    return torch.nn.functional.pad(summed, (0, length - summed.shape[-1]))
-
-
-def _envelope_correction(frame_lens, frames, length, window, n_fft, hop_length):
-    """Per-sample factor that turns a padded-batch iSTFT into each item's own iSTFT.
-
-    torch.istft divides the overlap-add by the window envelope of all ``frames``
-    frames; near the end of a short item that envelope includes padding frames,
-    so the item alone would have been divided by less. Multiplying by
-    envelope(all frames) / envelope(own frames) undoes that, and zeros every
-    sample past the item's length.
-
-    Shapes:
-        frame_lens: (B,); returns: (B, length)
-    """
-    dtype = window.dtype
-    full = _window_envelope(
-        torch.ones(1, frames, dtype=dtype, device=window.device), window, n_fft, hop_length, length
-    )
-    own = _window_envelope(_frame_mask(frame_lens, frames, dtype), window, n_fft, hop_length, length)
-    item_lens = length - (frames - frame_lens) * hop_length
-    inside = torch.arange(length, device=window.device)[None, :] < item_lens[:, None]
-    return torch.where(inside, full / own.clamp(min=torch.finfo(dtype).tiny), torch.zeros_like(own))
 
 
 def mel_to_linear(
