@@ -324,7 +324,7 @@ def test_strict_stops_at_the_first_unusable_input_and_writes_nothing(tmp_path, c
 FULL_DISK = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG, like ENOSPC
-resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
+resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))  # less than any output
 from vc.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -93,7 +93,7 @@ class LogProgress:
 
     def update(self, n: float = 1) -> None:
         self.n += n
-        if self.disable:
+        if self.disable or (self.total and self.n >= self.total):  # close() says "done"
             return
         now, percent = time.monotonic(), self._percent()
         due_time = now - self.last_time >= self.every_seconds
