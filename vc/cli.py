@@ -86,7 +86,10 @@ def cmd_convert(args) -> None:
     if alignments and alignments[0].suffix not in (".png", ".npy"):
         raise AudioError(f"--save-alignment must end in .png or .npy, got {alignments[0]}")
     check_outputs(inputs, outputs + (alignments or []))  # before the model loads: no work, no loss
-    converter = Converter.from_checkpoint(args.checkpoint, device=args.device, overrides=overrides)
+    vocoder_net = False if args.no_vocoder_net else args.vocoder_net  # None: the checkpoint's companion
+    converter = Converter.from_checkpoint(
+        args.checkpoint, device=args.device, overrides=overrides, vocoder_net=vocoder_net
+    )
     failures = convert_files(
         converter,
         inputs,
@@ -129,6 +132,22 @@ def cmd_score(args) -> None:
         from vc.fileio import atomic_write_text
 
         atomic_write_text(Path(args.out), table + "\n")
+
+
+def cmd_vocoder_train(args) -> None:
+    import dataclasses
+
+    from vc.config import load_config
+    from vc.mel2linear import TrainOptions, train_mel2linear
+
+    config = load_config(args.config)
+    names = {f.name for f in dataclasses.fields(TrainOptions)}
+    options = TrainOptions(**{k: v for k, v in vars(args).items() if k in names and v is not None})
+    info = train_mel2linear(args.inputs, config.audio, args.out, options, progress=not args.no_progress)
+    print(
+        f"mel -> linear network: {args.out} ({info['steps']} steps, {info['minutes']:.1f} min, "
+        f"validation {info['valid_db']:.2f} dB, frame-wise linear map {info['linear_db']:.2f} dB)"
+    )
 
 
 def cmd_curve(args) -> None:
@@ -196,6 +215,14 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--strict", action="store_true", help="stop at the first unusable input (default: convert the rest)"
     )
+    convert.add_argument(
+        "--vocoder-net",
+        metavar="FILE",
+        help="mel -> linear network for Griffin-Lim (default: mel2linear.pt beside the checkpoint, if any)",
+    )
+    convert.add_argument(
+        "--no-vocoder-net", action="store_true", help="use the filterbank pseudo-inverse, not the network"
+    )
     convert.add_argument("--no-progress", action="store_true")
     convert.set_defaults(func=cmd_convert)
 
@@ -213,12 +240,38 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--no-progress", action="store_true")
     score.set_defaults(func=cmd_score)
 
+    _add_vocoder_train(commands)
     curve = commands.add_parser(
         "curve", help="print a run's alignment curve (step, minutes, focus, diagonal)"
     )
     curve.add_argument("exp", help="experiment folder (holds tensorboard/)")
     curve.set_defaults(func=cmd_curve)
     return parser
+
+
+def _add_vocoder_train(commands) -> None:
+    sub = commands.add_parser(
+        "vocoder-train",
+        help="train the mel -> linear magnitude network for Griffin-Lim on the target speaker's recordings",
+    )
+    sub.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="PATH",
+        help="pair lists (.tsv: the target column), audio files or folders",
+    )
+    sub.add_argument("--out", required=True, help="network file, e.g. EXP/checkpoints/mel2linear.pt")
+    sub.add_argument("--config", help="YAML config whose audio settings the conversion model uses")
+    sub.add_argument("--architecture", choices=("resconv", "cbhg"), help="network body (default resconv)")
+    sub.add_argument("--max-minutes", dest="max_minutes", type=float, help="time limit (default 8)")
+    sub.add_argument("--max-steps", dest="max_steps", type=_positive_int, help="step limit")
+    sub.add_argument(
+        "--batch-size", dest="batch_size", type=_positive_int, help="crops per step (default 16)"
+    )
+    sub.add_argument("--valid-files", dest="valid_files", type=int, help="files held out (default 10)")
+    sub.add_argument("--seed", type=int, help="random seed (default 1)")
+    sub.add_argument("--no-progress", action="store_true")
+    sub.set_defaults(func=cmd_vocoder_train)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from vc.checkpoint import load_checkpoint, private_rng
 from vc.config import Config
 from vc.errors import AudioError, CheckpointError, ConfigError, VcError
 from vc.fileio import atomic_open
+from vc.mel2linear import load_vocoder_net
 from vc.model import Seq2SeqVC, build_model, decoder_steps
 from vc.plotting import alignment_figure, save_figure
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
@@ -59,6 +60,7 @@ class Converter:
         tgt_stats: FeatureStats,
         device: torch.device,
         seed: int = 0,
+        magnitude_net: torch.nn.Module | None = None,
     ):
         self.config = config
         self.device = device
@@ -67,11 +69,21 @@ class Converter:
         self.src_stats = src_stats
         self.tgt_stats = tgt_stats
         self.features = LogMel(config.audio).to(device)
-        self.vocoder = GriffinLimVocoder(config.audio, config.vocoder).to(device)
+        self.vocoder = GriffinLimVocoder(config.audio, config.vocoder, magnitude_net).to(device)
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str | None = None, overrides: list[str] | None = None):
-        """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings."""
+    def from_checkpoint(
+        cls,
+        path: str | Path,
+        device: str | None = None,
+        overrides: list[str] | None = None,
+        vocoder_net: str | Path | bool | None = None,
+    ):
+        """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings.
+
+        ``vocoder_net``: the mel -> linear network file for Griffin-Lim; None uses
+        mel2linear.pt beside the checkpoint when it exists, False the pseudo-inverse.
+        """
         for item in overrides or []:
             if not item.startswith(("inference.", "vocoder.")):
                 raise ConfigError(
@@ -92,7 +104,8 @@ class Converter:
             raise CheckpointError(
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
             ) from None
-        return cls(model, config, src_stats, tgt_stats, device)
+        magnitude_net = load_vocoder_net(config.audio, path, vocoder_net, device)
+        return cls(model, config, src_stats, tgt_stats, device, magnitude_net=magnitude_net)
 
     def convert(self, wave: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
         """Mono or (samples, channels) float samples at any rate -> (converted wave, sample rate)."""

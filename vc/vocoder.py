@@ -382,7 +382,9 @@ def spectral_convergence(
 class GriffinLimVocoder(torch.nn.Module):
     """Log-mel (as made by vc.audio.LogMel) to waveform with Griffin-Lim.
 
-    Mel -> linear through the filterbank pseudo-inverse refined by NNLS_STEPS
+    Mel -> linear by ``magnitude_net`` (vc.model.mel2linear, a network trained on
+    the target speaker; Tacotron's post-network) when given, else through the
+    filterbank pseudo-inverse refined by NNLS_STEPS
     projected-gradient steps of non-negative least squares, magnitude sharpened by ``vocoder.magnitude_power``
     (Tacotron, Wang et al. 2017, uses 1.2-1.5), then fast Griffin-Lim (Perraudin
     et al. 2013) from a random phase. Runs wherever its buffers are; a padded
@@ -393,7 +395,9 @@ class GriffinLimVocoder(torch.nn.Module):
         returns: waves (B, frames * hop_length), zero past each item, and wave_lens (B,)
     """
 
-    def __init__(self, audio: AudioConfig, vocoder: VocoderConfig):
+    def __init__(
+        self, audio: AudioConfig, vocoder: VocoderConfig, magnitude_net: torch.nn.Module | None = None
+    ):
         super().__init__()
         if 2 * audio.hop_length > audio.win_length:
             # The last hop of the frames x hop_length output lies under the last
@@ -410,6 +414,8 @@ class GriffinLimVocoder(torch.nn.Module):
         self.register_buffer("basis", torch.from_numpy(basis), persistent=False)
         self.register_buffer("basis_pinv", torch.from_numpy(pinv), persistent=False)
         self.nnls_step = nnls_step(basis)
+        # (B, frames, n_mels) log-mel -> (B, frames, n_fft // 2 + 1) log10 magnitude, or None.
+        self.magnitude_net = magnitude_net.eval() if magnitude_net is not None else None
 
     @torch.no_grad()
     def forward(
@@ -422,13 +428,17 @@ class GriffinLimVocoder(torch.nn.Module):
         batch, frames, _ = logmel.shape
         if frame_lens is None:
             frame_lens = torch.full((batch,), frames, dtype=torch.long, device=logmel.device)
-        mel = torch.pow(a.log_base, logmel.float())  # LogMel stored log_base(max(mel, floor))
-        linear = mel_to_linear(
-            mel, self.basis_pinv, basis=self.basis, nnls_steps=NNLS_STEPS, step=self.nnls_step
-        )
-        # A power spectrogram under the filterbank comes back as power: the root
-        # gives the magnitude, and both exponents fold into one.
-        magnitude = linear.pow(v.magnitude_power / a.spectrogram_power)
+        if self.magnitude_net is not None:
+            log_magnitude = self.magnitude_net(logmel.float(), frame_lens).transpose(1, 2)
+            magnitude = torch.pow(10.0, log_magnitude * v.magnitude_power)
+        else:
+            mel = torch.pow(a.log_base, logmel.float())  # LogMel stored log_base(max(mel, floor))
+            linear = mel_to_linear(
+                mel, self.basis_pinv, basis=self.basis, nnls_steps=NNLS_STEPS, step=self.nnls_step
+            )
+            # A power spectrogram under the filterbank comes back as power: the root
+            # gives the magnitude, and both exponents fold into one.
+            magnitude = linear.pow(v.magnitude_power / a.spectrogram_power)
         waves = griffin_lim(
             magnitude,
             n_fft=a.n_fft,

@@ -1,0 +1,192 @@
+"""The mel -> linear magnitude network: shapes, masking, fitting, files, vocoder and CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+import yaml
+
+from tests.test_convert import speech_like
+from tests.test_model import tiny_config
+from vc import Converter
+from vc.audio import FeatureStats
+from vc.checkpoint import save_checkpoint
+from vc.cli import main
+from vc.config import AudioConfig, Config, VocoderConfig
+from vc.errors import CheckpointError
+from vc.mel2linear import (
+    COMPANION_NAME,
+    build_vocoder,
+    find_mel2linear,
+    load_mel2linear,
+    masked_l1,
+    save_mel2linear,
+)
+from vc.model.mel2linear import ARCHITECTURES, Mel2Linear, fit_linear
+from vc.vocoder import GriffinLimVocoder
+
+N_MELS, N_BINS = 6, 9
+SMALL = AudioConfig(sample_rate=8000, n_fft=256, win_length=256, hop_length=64, n_mels=N_MELS, fmax=4000.0)
+
+
+def tiny(architecture: str) -> Mel2Linear:
+    torch.manual_seed(0)
+    net = Mel2Linear(N_MELS, N_BINS, architecture, channels=8, layers=2, kernel=3)
+    for p in net.out.parameters():  # zero-initialised: give the body a path to the output
+        torch.nn.init.normal_(p, std=0.1)
+    return net
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_shapes_and_padding_is_zero(architecture):
+    net = tiny(architecture).eval()
+    out = net(torch.randn(2, 7, N_MELS), torch.tensor([7, 4]))
+    assert out.shape == (2, 7, N_BINS)
+    assert torch.all(out[1, 4:] == 0)
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_padding_does_not_change_valid_frames(architecture):
+    net = tiny(architecture).eval()
+    short = torch.randn(1, 5, N_MELS)
+    batch = torch.cat([torch.randn(1, 9, N_MELS), torch.cat([short, 100 * torch.randn(1, 4, N_MELS)], 1)])
+    together = net(batch, torch.tensor([9, 5]))
+    alone = net(short)
+    torch.testing.assert_close(together[1, :5], alone[0], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_every_parameter_gets_a_gradient(architecture):
+    net = tiny(architecture).train()
+    lens = torch.tensor([7, 5])
+    loss = masked_l1(net(torch.randn(2, 7, N_MELS), lens), torch.randn(2, 7, N_BINS), lens)
+    loss.backward()
+    for name, param in net.named_parameters():
+        assert param.grad is not None and param.grad.abs().sum() > 0, name
+
+
+def test_masked_l1_ignores_padding():
+    pred, target = torch.zeros(2, 4, 3), torch.zeros(2, 4, 3)
+    target[1, 2:] = 50.0  # padding of item 1
+    target[0] += 1.0
+    assert masked_l1(pred, target, torch.tensor([4, 2])).item() == pytest.approx(4 / 6)
+
+
+def test_fit_linear_recovers_a_linear_map():
+    torch.manual_seed(0)
+    mels = torch.randn(500, N_MELS) * 2 - 3
+    weight, bias = torch.randn(N_BINS, N_MELS), torch.randn(N_BINS)
+    mags = mels @ weight.T + bias
+    net = Mel2Linear(N_MELS, N_BINS, channels=8, layers=1, kernel=3)
+    fit_linear(net, mels, mags, ridge=1e-9)
+    with torch.no_grad():
+        torch.testing.assert_close(net(mels[None])[0], mags, atol=1e-3, rtol=1e-3)
+
+
+def test_save_load_round_trip_and_refusals(tmp_path):
+    net = tiny("resconv").eval()
+    path = tmp_path / "net.pt"
+    save_mel2linear(
+        path, net, dataclasses.replace(SMALL, n_fft=16, win_length=16, hop_length=4), {"steps": 3}
+    )
+    loaded = load_mel2linear(path)
+    x = torch.randn(1, 6, N_MELS)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), net(x))
+    with pytest.raises(CheckpointError, match="audio.sample_rate=8000"):
+        load_mel2linear(path, AudioConfig(n_mels=N_MELS))
+    (tmp_path / "bad.pt").write_bytes(b"not a network")
+    with pytest.raises(CheckpointError, match="not a readable mel2linear network"):
+        load_mel2linear(tmp_path / "bad.pt")
+    torch.save({"format": "something else"}, tmp_path / "foreign.pt")
+    with pytest.raises(CheckpointError, match="no 'vc-mel2linear' marker"):
+        load_mel2linear(tmp_path / "foreign.pt")
+    with pytest.raises(CheckpointError, match="not found"):
+        load_mel2linear(tmp_path / "missing.pt")
+
+
+def test_vocoder_uses_the_network_magnitude():
+    audio = dataclasses.replace(SMALL, n_fft=16, win_length=16, hop_length=4, n_mels=N_MELS, fmin=0.0)
+    net = tiny("resconv").eval()
+    vocoder = GriffinLimVocoder(audio, VocoderConfig(griffin_lim_iters=2), net)
+    logmel = torch.randn(2, 10, N_MELS) - 2
+    lens = torch.tensor([10, 6])
+    waves, wave_lens = vocoder(logmel, lens, generator=torch.Generator().manual_seed(0))
+    assert waves.shape == (2, 40) and wave_lens.tolist() == [40, 24]
+    assert torch.isfinite(waves).all() and torch.all(waves[1, 24:] == 0)
+    plain, _ = GriffinLimVocoder(audio, VocoderConfig(griffin_lim_iters=2))(
+        logmel, lens, generator=torch.Generator().manual_seed(0)
+    )
+    assert not torch.allclose(waves, plain)
+
+
+@pytest.fixture()
+def model_checkpoint(tmp_path):
+    config = Config()
+    config.audio = dataclasses.replace(config.audio, n_mels=N_MELS)
+    config.model = tiny_config()
+    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim_iters=2)
+    torch.manual_seed(0)
+    from vc.model import build_model
+
+    stats = FeatureStats(np.full(N_MELS, -2.0, np.float32), np.ones(N_MELS, np.float32)).to_dict()
+    path = tmp_path / "checkpoints" / "best.pt"
+    payload = {"step": 1, "model": build_model(N_MELS, config.model).state_dict(), "config": config.to_dict()}
+    save_checkpoint(path, {**payload, "stats": {"source": stats, "target": stats}})
+    return path, config
+
+
+def test_converter_picks_up_the_companion_file(model_checkpoint, caplog):
+    path, config = model_checkpoint
+    assert Converter.from_checkpoint(path).vocoder.magnitude_net is None
+    assert find_mel2linear(path) is None
+    net = Mel2Linear(N_MELS, config.audio.n_fft // 2 + 1, channels=8, layers=1, kernel=3)
+    save_mel2linear(path.parent / COMPANION_NAME, net, config.audio)
+    with caplog.at_level("INFO", logger="vc.mel2linear"):
+        converter = Converter.from_checkpoint(path)
+    assert isinstance(converter.vocoder.magnitude_net, Mel2Linear)
+    assert COMPANION_NAME in caplog.text
+    wave, sample_rate = converter.convert(speech_like(0.5), 16000)
+    assert sample_rate == 16000 and len(wave) > 0 and np.isfinite(wave).all()
+    assert Converter.from_checkpoint(path, vocoder_net=False).vocoder.magnitude_net is None
+    assert build_vocoder(config, path).magnitude_net is not None
+    assert build_vocoder(config, path, vocoder_net=False).magnitude_net is None
+
+
+def test_convert_cli_with_a_bad_network_file_is_one_line(model_checkpoint, tmp_path, capsys):
+    path, _ = model_checkpoint
+    sf.write(tmp_path / "in.wav", speech_like(0.5), 16000)
+    (tmp_path / "bad.pt").write_bytes(b"junk")
+    code = main(
+        ["convert", "--no-progress", "--checkpoint", str(path), "--vocoder-net", str(tmp_path / "bad.pt")]
+        + [str(tmp_path / "in.wav"), str(tmp_path / "out.wav")]
+    )
+    err = capsys.readouterr().err
+    assert code == 1 and "not a readable mel2linear network" in err and len(err.strip().splitlines()) == 1
+
+
+def test_vocoder_train_cli_on_synthetic_audio(tmp_path, capsys):
+    folder = tmp_path / "wavs"
+    folder.mkdir()
+    for k in range(4):
+        sf.write(folder / f"utt{k}.wav", speech_like(0.6, sr=8000, seed=k), 8000)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"audio": dataclasses.asdict(SMALL)}))
+    out = tmp_path / "exp" / "mel2linear.pt"
+    argv = ["vocoder-train", str(folder), "--out", str(out), "--config", str(config), "--no-progress"]
+    assert main([*argv, "--max-steps", "3", "--batch-size", "2", "--valid-files", "1"]) == 0
+    assert "mel -> linear network" in capsys.readouterr().out
+    net = load_mel2linear(out, SMALL)
+    assert net.hparams["n_bins"] == SMALL.n_fft // 2 + 1
+
+
+def test_vocoder_train_cli_bad_input_is_one_line(tmp_path, capsys):
+    code = main(
+        ["vocoder-train", str(tmp_path / "nothing"), "--out", str(tmp_path / "x.pt"), "--no-progress"]
+    )
+    err = capsys.readouterr().err
+    assert code == 1 and "input not found" in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,304 @@
+"""Train, save and find the mel -> linear magnitude network (vc.model.mel2linear).
+
+Training needs only the target speaker's recordings: the log-mel and the STFT
+magnitude of the same audio, with exactly LogMel's STFT. Features are computed
+once and kept in memory; each step reads random fixed-length crops.
+
+    vc vocoder-train --list data/bdl_slt/train.tsv --out exp/.../checkpoints/mel2linear.pt
+
+The file is a small companion of the conversion checkpoint: `vc convert` and
+Converter.from_checkpoint use ``mel2linear.pt`` beside the checkpoint when it
+is there (COMPANION_NAME), and the filterbank pseudo-inverse otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vc import __version__
+from vc.audio import AUDIO_FORMATS, LogMel, read_audio
+from vc.config import AudioConfig, Config
+from vc.data import read_pair_list
+from vc.errors import CheckpointError, DataError
+from vc.fileio import atomic_open
+from vc.model.mel2linear import Mel2Linear, fit_linear
+from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.vocoder import GriffinLimVocoder
+
+log = logging.getLogger(__name__)
+
+FORMAT = "vc-mel2linear"
+COMPANION_NAME = "mel2linear.pt"
+# Target magnitudes are log10(max(|STFT|, MAGNITUDE_FLOOR)). Sixteen-bit
+# recordings have their noise floor near 1e-3 on this scale; below 1e-5 nothing
+# is audible, and a lower floor would let silent bins dominate an L1 loss.
+MAGNITUDE_FLOOR = 1e-5
+# The audio settings the network was trained under; any difference changes its input or output.
+AUDIO_KEYS = (
+    "sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "fmin", "fmax",
+    "spectrogram_power", "log_base", "log_floor",
+)  # fmt: skip
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    architecture: str = "resconv"
+    channels: int = 256
+    layers: int = 4
+    kernel: int = 5
+    batch_size: int = 16
+    crop_frames: int = 96
+    learning_rate: float = 1e-3
+    max_steps: int = 100_000
+    max_minutes: float = 8.0  # with feature extraction, under 10 minutes on 2 CPU cores
+    valid_files: int = 10  # held out from the end of the (sorted) file list
+    valid_every: int = 250
+    seed: int = 1
+
+
+def audio_files(paths: list[str | Path]) -> list[Path]:
+    """Target files of pair lists (.tsv), audio files, and audio files in folders, sorted."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix.lower() in AUDIO_FORMATS)
+            if not files:
+                raise DataError(f"no {'/'.join(AUDIO_FORMATS)} files in folder {path}")
+            found += files
+        elif path.suffix.lower() in (".tsv", ".txt", ".scp"):
+            found += [pair.target for pair in read_pair_list(path)]
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise DataError(f"input not found: {path}")
+    return sorted(set(found), key=lambda p: (p.name, str(p)))
+
+
+@torch.no_grad()
+def extract(
+    files: list[Path], audio: AudioConfig, progress: bool = True
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(log-mel (T, n_mels) float32, log10 magnitude (T, n_bins) float16) per file."""
+    extractor = LogMel(audio)
+    items = []
+    for path in show_progress(files, desc="features", unit="file", disable=not progress):
+        wave = torch.from_numpy(read_audio(path, audio))[None]
+        logmel, _ = extractor(wave)
+        magnitude = extractor.magnitude(wave)[0].T
+        items.append((logmel[0], magnitude.clamp(min=MAGNITUDE_FLOOR).log10().half()))
+    return items
+
+
+def _crop_batch(items, batch_size: int, crop: int, rng: random.Random):
+    """Random crops of ``crop`` frames (shorter items whole, padded): (mel, mag, lens)."""
+    chosen = [items[rng.randrange(len(items))] for _ in range(batch_size)]
+    mels, mags, lens = [], [], []
+    for mel, mag in chosen:
+        start = rng.randrange(max(1, len(mel) - crop + 1))
+        mels.append(mel[start : start + crop])
+        mags.append(mag[start : start + crop].float())
+        lens.append(len(mels[-1]))
+    pad = torch.nn.utils.rnn.pad_sequence
+    return pad(mels, batch_first=True), pad(mags, batch_first=True), torch.tensor(lens)
+
+
+def masked_l1(pred: torch.Tensor, target: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+    """Mean |pred - target| over valid frames and all bins. Shapes: (B, T, bins), lens (B,)."""
+    keep = (torch.arange(pred.shape[1])[None, :] < lens[:, None]).unsqueeze(-1).to(pred.dtype)
+    return ((pred - target).abs() * keep).sum() / (keep.sum() * pred.shape[-1])
+
+
+@torch.no_grad()
+def validation_db(net: Mel2Linear, items) -> float:
+    """Mean absolute log-spectral difference in dB (20 |log10 pred - log10 true|) over held-out files."""
+    net.eval()
+    total, count = 0.0, 0
+    for mel, mag in items:
+        pred = net(mel[None])[0].clamp(min=math.log10(MAGNITUDE_FLOOR))
+        total += float((pred - mag.float()).abs().sum())
+        count += mag.numel()
+    net.train()
+    return 20.0 * total / max(count, 1)
+
+
+def train_mel2linear(
+    paths: list[str | Path], audio: AudioConfig, out: str | Path, options: TrainOptions, progress: bool = True
+) -> dict[str, Any]:
+    """Train on the recordings in ``paths`` (see audio_files) and save the best network to ``out``."""
+    started = time.monotonic()
+    files = audio_files(paths)
+    if len(files) < 2:
+        raise DataError(f"need at least 2 audio files to train and validate, found {len(files)}")
+    valid_count = min(options.valid_files, len(files) // 2)
+    torch.manual_seed(options.seed)
+    rng = random.Random(options.seed)
+    items = extract(files, audio, progress)
+    train_items, valid_items = items[: len(items) - valid_count], items[len(items) - valid_count :]
+    net = Mel2Linear(
+        audio.n_mels,
+        audio.n_fft // 2 + 1,
+        options.architecture,
+        options.channels,
+        options.layers,
+        options.kernel,
+    )
+    frames = torch.cat([mel for mel, _ in train_items])
+    mags = torch.cat([mag for _, mag in train_items]).float()
+    pick = torch.randperm(len(frames))[:200_000]
+    fit_linear(net, frames[pick], mags[pick])
+    del frames, mags
+    linear_db = best_db = validation_db(net, valid_items)
+    log.info(
+        "%d training, %d validation files; frame-wise linear map: %.2f dB",
+        len(train_items),
+        valid_count,
+        linear_db,
+    )
+    best_state = {k: v.clone() for k, v in net.state_dict().items()}
+    optimizer = torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=0.0)
+    budget = (
+        options.max_minutes * 60.0 - (time.monotonic() - started) if options.max_minutes > 0 else math.inf
+    )
+    loop_start, step = time.monotonic(), 0
+    bar = show_progress(total=options.max_steps, desc="mel2linear", unit="step", disable=not progress)
+    while step < options.max_steps:
+        done = max(step / options.max_steps, (time.monotonic() - loop_start) / budget)
+        if done >= 1.0:
+            break
+        for group in optimizer.param_groups:  # short warmup, then cosine to zero over steps or time
+            group["lr"] = (
+                options.learning_rate * min(1.0, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * done))
+            )
+        mel, mag, lens = _crop_batch(train_items, options.batch_size, options.crop_frames, rng)
+        loss = masked_l1(net(mel, lens), mag, lens)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        optimizer.step()
+        step += 1
+        bar.update(1)
+        if step % options.valid_every == 0:
+            db = validation_db(net, valid_items)
+            bar.set_postfix(loss=f"{loss.item():.3f}", valid_db=f"{db:.2f}")
+            if db < best_db:
+                best_db, best_state = db, {k: v.clone() for k, v in net.state_dict().items()}
+    bar.close()
+    db = validation_db(net, valid_items)
+    if db < best_db:
+        best_db, best_state = db, net.state_dict()
+    net.load_state_dict(best_state)
+    info = dict(
+        files=len(train_items), valid_files=valid_count, steps=step, minutes=(time.monotonic() - started) / 60,
+        valid_db=best_db, linear_db=linear_db,
+    )  # fmt: skip
+    save_mel2linear(out, net, audio, info)
+    log.info(
+        "mel2linear: %d steps in %.1f min, validation %.2f dB (linear map %.2f dB)",
+        step,
+        info["minutes"],
+        best_db,
+        linear_db,
+    )
+    return info
+
+
+def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info: dict | None = None) -> None:
+    """Atomic torch.save of the network, its hyper-parameters and the audio settings it expects."""
+    payload = {
+        "format": FORMAT,
+        "vc_version": __version__,
+        "hparams": dict(net.hparams),
+        "model": net.state_dict(),
+        "audio": {key: getattr(audio, key) for key in AUDIO_KEYS},
+        "info": dict(info or {}),
+    }
+    with atomic_open(path) as out:
+        torch.save(payload, out)
+
+
+def load_mel2linear(
+    path: str | Path, audio: AudioConfig | None = None, map_location: str | torch.device = "cpu"
+) -> Mel2Linear:
+    """The network in eval mode; with ``audio``, refuse one trained under other audio settings."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"mel2linear network not found: {path}")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception:
+        raise CheckpointError(
+            f"{path} is not a readable mel2linear network (corrupt, truncated or foreign)"
+        ) from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a mel2linear network (no '{FORMAT}' marker)")
+    try:
+        net = Mel2Linear(**payload["hparams"])
+        net.load_state_dict(payload["model"])
+        trained = payload["audio"]
+    except (RuntimeError, KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(
+            f"{path} is not a usable mel2linear network: {str(exc).splitlines()[0]}"
+        ) from None
+    if audio is not None:
+        for key in AUDIO_KEYS:
+            if trained.get(key) != getattr(audio, key):
+                raise CheckpointError(
+                    f"{path} was trained with audio.{key}={trained.get(key)}, the model uses {getattr(audio, key)}"
+                )
+    return net.to(map_location).eval()
+
+
+def companion_path(checkpoint: str | Path) -> Path:
+    """Where the network of a conversion checkpoint lives: beside it, named COMPANION_NAME."""
+    return Path(checkpoint).parent / COMPANION_NAME
+
+
+def find_mel2linear(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:
+    """The network file to use: ``explicit`` when a path, none when False, else the companion if present."""
+    if explicit is False:
+        return None
+    if explicit not in (None, True):
+        return Path(explicit)
+    if checkpoint is None:
+        return None
+    companion = companion_path(checkpoint)
+    return companion if companion.is_file() else None
+
+
+def load_vocoder_net(
+    audio: AudioConfig,
+    checkpoint: str | Path | None,
+    vocoder_net: str | Path | bool | None = None,
+    device: str | torch.device = "cpu",
+) -> Mel2Linear | None:
+    """The network `vc convert` uses with ``checkpoint`` (see find_mel2linear), or None; logs which."""
+    path = find_mel2linear(checkpoint, vocoder_net)
+    if path is None:
+        reason = "as asked" if vocoder_net is False else f"no {COMPANION_NAME} beside the checkpoint"
+        log.info("vocoder: mel -> linear by filterbank pseudo-inverse (%s)", reason)
+        return None
+    net = load_mel2linear(path, audio, map_location=device)
+    log.info("vocoder: mel -> linear by the network in %s", path)
+    return net
+
+
+def build_vocoder(
+    config: Config,
+    checkpoint: str | Path | None = None,
+    vocoder_net: str | Path | bool | None = None,
+    device: str | torch.device = "cpu",
+) -> GriffinLimVocoder:
+    """The Griffin-Lim vocoder `vc convert` uses with ``checkpoint`` (same network, same fallback).
+
+    ``vocoder_net=False`` gives the pseudo-inverse path whatever lies beside the checkpoint.
+    """
+    net = load_vocoder_net(config.audio, checkpoint, vocoder_net, device)
+    return GriffinLimVocoder(config.audio, config.vocoder, net).to(device)
