@@ -4,12 +4,21 @@ All run fast Griffin-Lim with n_iter=32, momentum=0.99 on the true STFT magnitud
 utterances (LogMel.magnitude: n_fft, hop, win, periodic Hann window, centred zero-padded frames)
 from the same initial phases: 2 pi * numpy.random.RandomState(seed).random(S.shape), which is
 exactly what librosa.griffinlim(init="random", random_state=RandomState(seed)) draws and what ours
-receives as init=phases. Spectral convergence is vc.vocoder.spectral_convergence against S.
+receives as init=phases. Spectral convergence is vc.vocoder.spectral_convergence against S. The
+methods are timed interleaved (each repeat runs every method once), so that load from other
+processes falls on all of them alike.
+
+Matched quality ("matched_quality" in the result): the fewest iterations with which ours (fast
+Griffin-Lim, and the accelerated variant of Nenov et al. 2023 with ACCELERATED) reaches librosa's
+32-iteration mean spectral convergence over the utterances, within SC_TOLERANCE, found by
+bisection on batch-8 runs; then ms per utterance at that count against librosa's 32 iterations,
+batch 1 and 8, interleaved.
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
 import librosa
@@ -24,6 +33,11 @@ from vc.vocoder import griffin_lim, spectral_convergence
 N_ITER = 32
 MOMENTUM = 0.99
 SEED = 1234
+# Accelerated Griffin-Lim (Nenov et al., ICASSP 2023), momentum as alpha; tuned on four ARCTIC
+# training utterances (beta 1.1-2.0, gamma 1.0-1.5: gamma 1.5 diverges, beta > 1.1 is erratic).
+ACCELERATED = dict(beta=1.1, gamma=1.25)
+SC_TOLERANCE = 0.01  # "equal" spectral convergence, as bench/report.py's GL_SC_TOLERANCE
+MAX_ITER = 64  # bisection range for the matched-quality iteration counts
 
 
 def magnitudes(setup: Setup) -> tuple[list[np.ndarray], object]:
@@ -46,7 +60,9 @@ def stft_kwargs(audio) -> dict:
     return dict(n_fft=audio.n_fft, hop_length=audio.hop_length, win_length=audio.win_length)
 
 
-def ours(mags: list[np.ndarray], seeds: list[int], audio) -> list[np.ndarray]:
+def ours(
+    mags: list[np.ndarray], seeds: list[int], audio, n_iter: int = N_ITER, **accelerated
+) -> list[np.ndarray]:
     """vc.vocoder.griffin_lim on a zero-padded batch (frame_lens) or a single item."""
     frames = max(m.shape[1] for m in mags)
     batch = np.zeros((len(mags), mags[0].shape[0], frames), dtype=np.float32)
@@ -58,10 +74,11 @@ def ours(mags: list[np.ndarray], seeds: list[int], audio) -> list[np.ndarray]:
     waves = griffin_lim(
         torch.from_numpy(batch),
         window=torch.hann_window(audio.win_length),
-        n_iter=N_ITER,
+        n_iter=n_iter,
         momentum=MOMENTUM,
         init=torch.from_numpy(phase),
         frame_lens=frame_lens,
+        **accelerated,
         **stft_kwargs(audio),
     )
     return [waves[k, : (m.shape[1] - 1) * audio.hop_length].numpy() for k, m in enumerate(mags)]
@@ -125,28 +142,40 @@ def convergence(mags: list[np.ndarray], waves: list[np.ndarray], audio) -> list[
     ]
 
 
-def run_method(name: str, fn, mags, groups, repeats: int, audio) -> dict | None:
-    """Mean seconds per utterance (over repeats, summed over groups) and mean spectral convergence."""
-    if fn([mags[groups[0][0]]], [SEED]) is None:  # also the warm-up (FFT plans, allocator)
-        return None
-    totals, outputs = [], []
+def run_methods(fns: dict, mags, groups, repeats: int, audio) -> dict[str, dict | None]:
+    """Mean seconds per utterance (over repeats, summed over groups) and mean spectral convergence.
+
+    Methods run interleaved: each repeat times every method once, in turn. None for a method
+    that is not installed.
+    """
+    available = {}
+    for name, fn in fns.items():
+        if fn([mags[groups[0][0]]], [SEED]) is not None:  # also the warm-up (FFT plans, allocator)
+            available[name] = fn
+    totals = {name: [] for name in available}
+    outputs = {}
     for _ in range(repeats):
-        total, outputs = 0.0, []
-        for group in groups:
-            items, seeds = [mags[k] for k in group], [SEED + k for k in group]
-            start = time.perf_counter()
-            outputs += fn(items, seeds)
-            total += time.perf_counter() - start
-        totals.append(total)
+        for name, fn in available.items():
+            total, outputs[name] = 0.0, []
+            for group in groups:
+                items, seeds = [mags[k] for k in group], [SEED + k for k in group]
+                start = time.perf_counter()
+                outputs[name] += fn(items, seeds)
+                total += time.perf_counter() - start
+            totals[name].append(total)
     order = [k for group in groups for k in group]
-    sc = convergence([mags[k] for k in order], outputs, audio)
-    return {
-        "method": name,
-        "seconds_per_utterance": statistics.mean(totals) / len(mags),
-        "repeat_seconds": totals,
-        "spectral_convergence": statistics.mean(sc),
-        "spectral_convergence_per_item": sc,
-    }
+    rows = {name: None for name in fns}
+    for name in available:
+        sc = convergence([mags[k] for k in order], outputs[name], audio)
+        rows[name] = {
+            "method": name,
+            "seconds_per_utterance": statistics.mean(totals[name]) / len(mags),
+            "min_seconds_per_utterance": min(totals[name]) / len(mags),
+            "repeat_seconds": totals[name],
+            "spectral_convergence": statistics.mean(sc),
+            "spectral_convergence_per_item": sc,
+        }
+    return rows
 
 
 def groups_for(count: int, batch_size: int, mags) -> list[list[int]]:
@@ -167,6 +196,9 @@ def methods(audio, threads: int) -> dict:
     return {
         f"vc.vocoder.griffin_lim ({threads} threads)": lambda items, seeds: ours(items, seeds, audio),
         "vc.vocoder.griffin_lim (1 thread)": ours_single_thread,
+        f"vc.vocoder.griffin_lim accelerated ({threads} threads)": lambda items, seeds: ours(
+            items, seeds, audio, **ACCELERATED
+        ),
         "librosa.griffinlim, item by item": lambda items, seeds: librosa_loop(items, seeds, audio),
         "librosa.griffinlim, stacked (B, F, T)": lambda items, seeds: librosa_stacked(items, seeds[0], audio),
         "torchaudio.transforms.GriffinLim": lambda items, seeds: torchaudio_batch(items, seeds[0], audio),
@@ -183,22 +215,108 @@ def librosa_stacked_supported(mags, audio) -> bool:
     return out.shape == (2, 7 * audio.hop_length)
 
 
+def iterations_to_reach(target: float, mags, audio, **accelerated) -> tuple[int | None, float]:
+    """Fewest iterations whose mean spectral convergence is <= target * (1 + SC_TOLERANCE), and that SC.
+
+    Bisection over 1..MAX_ITER on batch-8 runs: spectral convergence falls with the iteration
+    count for these methods, not strictly at every step, so this finds a count that reaches the
+    target, at most a step or two above the first that does.
+    """
+    groups = groups_for(len(mags), 8, mags)
+
+    def mean_sc(n_iter: int) -> float:
+        waves = []
+        for group in groups:
+            waves += ours([mags[k] for k in group], [SEED + k for k in group], audio, n_iter, **accelerated)
+        order = [k for group in groups for k in group]
+        return statistics.mean(convergence([mags[k] for k in order], waves, audio))
+
+    def reached(n_iter: int) -> bool:
+        return mean_sc(n_iter) <= target * (1 + SC_TOLERANCE)
+
+    if not reached(MAX_ITER):
+        return None, mean_sc(MAX_ITER)
+    low, high = 0, MAX_ITER  # low fails (0 iterations never reaches it), high reaches
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reached(middle) else (middle, high)
+    return high, mean_sc(high)
+
+
+def matched_quality(mags, audio, librosa_rows: dict, repeats: int) -> dict:
+    """Iterations and time for ours to reach librosa-32's spectral convergence (batch 1 and 8)."""
+    target = librosa_rows["1"]["spectral_convergence"]
+    variants = {"fast Griffin-Lim": {}, "accelerated": ACCELERATED}
+    result = {"librosa_n_iter": N_ITER, "librosa_spectral_convergence": target, "tolerance": SC_TOLERANCE}
+    for name, accelerated in variants.items():
+        n_iter, sc = iterations_to_reach(target, mags, audio, **accelerated)
+        entry = {"parameters": accelerated, "n_iter": n_iter, "spectral_convergence": sc}
+        if n_iter is not None:
+            for batch_size in (1, 8):
+                groups = groups_for(len(mags), batch_size, mags)
+                fns = {
+                    "ours": lambda items, seeds, n=n_iter, a=accelerated: ours(items, seeds, audio, n, **a),
+                    "librosa": lambda items, seeds: librosa_loop(items, seeds, audio),
+                }
+                rows = run_methods(fns, mags, groups, repeats, audio)
+                entry[str(batch_size)] = {
+                    "ms_per_utterance": 1000 * rows["ours"]["seconds_per_utterance"],
+                    "librosa_ms_per_utterance": 1000 * rows["librosa"]["seconds_per_utterance"],
+                    "speedup": rows["librosa"]["seconds_per_utterance"]
+                    / rows["ours"]["seconds_per_utterance"],
+                    "speedup_of_minima": rows["librosa"]["min_seconds_per_utterance"]
+                    / rows["ours"]["min_seconds_per_utterance"],
+                }
+        result[name] = entry
+    return result
+
+
+def matched_quality_lines(matched: dict) -> list[str]:
+    """A few lines for the console (bench/report.py prints the main table)."""
+    lines = [
+        f"Griffin-Lim at matched quality: librosa {matched['librosa_n_iter']} iterations reach mean SC "
+        f"{matched['librosa_spectral_convergence']:.4f}; ours needs (within {100 * matched['tolerance']:g} %):"
+    ]
+    for name in ("fast Griffin-Lim", "accelerated"):
+        entry = matched[name]
+        if entry["n_iter"] is None:
+            lines.append(f"  {name} {entry['parameters']}: not reached in {MAX_ITER} iterations")
+            continue
+        timings = ", ".join(
+            f"batch {b}: {entry[b]['ms_per_utterance']:.1f} vs {entry[b]['librosa_ms_per_utterance']:.1f} "
+            f"ms/utt = {entry[b]['speedup']:.2f}x (minima {entry[b]['speedup_of_minima']:.2f}x)"
+            for b in ("1", "8")
+        )
+        lines.append(
+            f"  {name} {entry['parameters']}: {entry['n_iter']} iterations, SC "
+            f"{entry['spectral_convergence']:.4f}; {timings}"
+        )
+    return lines
+
+
 def measure_griffinlim(setup: Setup) -> dict:
-    """Batch 1 and batch 8 rows for every method; run in a fresh process."""
+    """Batch 1 and batch 8 rows for every method, and the matched-quality comparison; run in a fresh process."""
     mags, audio = magnitudes(setup)
     threads = torch.get_num_threads()
     stacked_ok = librosa_stacked_supported(mags, audio)
     rows = {}
     for batch_size in (1, 8):
         groups = groups_for(len(mags), batch_size, mags)
-        rows[batch_size] = []
-        for name, fn in methods(audio, threads).items():
-            if batch_size == 1 and "stacked" in name:
-                continue  # identical to item by item for one item
-            if "stacked" in name and not stacked_ok:
-                continue
-            row = run_method(name, fn, mags, groups, setup.sizes.gl_repeats, audio)
-            rows[batch_size].append(row or {"method": name, "not_installed": True})
+        fns = {
+            name: fn
+            for name, fn in methods(audio, threads).items()
+            if not ("stacked" in name and (batch_size == 1 or not stacked_ok))  # batch 1: as item by item
+        }
+        measured = run_methods(fns, mags, groups, setup.sizes.gl_repeats, audio)
+        rows[str(batch_size)] = [
+            row or {"method": name, "not_installed": True} for name, row in measured.items()
+        ]
+    librosa_rows = {
+        b: next(r for r in batch_rows if r["method"] == "librosa.griffinlim, item by item")
+        for b, batch_rows in rows.items()
+    }
+    matched = matched_quality(mags, audio, librosa_rows, setup.sizes.gl_repeats)
+    print("\n".join(matched_quality_lines(matched)), file=sys.stderr, flush=True)
     return {
         "utterances": len(mags),
         "frames": [int(m.shape[1]) for m in mags],
@@ -208,5 +326,6 @@ def measure_griffinlim(setup: Setup) -> dict:
         "momentum": MOMENTUM,
         "librosa_stacked_supported": stacked_ok,
         "torch_threads": threads,
-        "rows": {str(k): v for k, v in rows.items()},
+        "rows": rows,
+        "matched_quality": matched,
     }
