@@ -156,6 +156,13 @@ def cmd_curve(args) -> None:
     print(format_curve(alignment_curve(args.exp)))
 
 
+def cmd_report(args) -> None:
+    from vc.listening import build_report
+
+    index = build_report(args.exp, args.scores, args.out, args.audio_format, progress=not args.no_progress)
+    print(f"listening report: {index}")
+
+
 def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
@@ -246,6 +253,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     curve.add_argument("exp", help="experiment folder (holds tensorboard/)")
     curve.set_defaults(func=cmd_curve)
+    report = commands.add_parser(
+        "report", help="write a static HTML listening report: scores, players, alignments, curves"
+    )
+    report.add_argument("exp", help="experiment folder")
+    report.add_argument("--scores", help="vc score --json file (default EXP/scores.json)")
+    report.add_argument("--out", help="report folder (default EXP/report); open OUT/index.html")
+    report.add_argument(
+        "--audio-format", choices=("wav", "ogg"), default="wav", help="16-bit WAV (default) or Ogg Vorbis"
+    )
+    report.add_argument("--no-progress", action="store_true")
+    report.set_defaults(func=cmd_report)
     return parser
 
 

@@ -4,8 +4,9 @@ Tags are ``{split}/{group}/{name}``. For a few FIXED dev utterances (the first
 ``data.num_fixed_utterances`` ids of the dev list) every evaluation logs the
 free-running and teacher-forced alignments, target vs predicted mels, the stop
 curve, Griffin-Lim audio, and the alignment-evolution strip: the utterance's
-free-running alignment at the last K evaluations side by side (also written as
-PNG under EXP/alignments/). Alignment health is judged on free-running decodes:
+free-running alignment at K evaluations spread over the run (the first ones,
+log-spaced ones, the latest) side by side (also written as PNG under
+EXP/alignments/; every evaluation's alignment is kept there as stepNNNNNNN.npy). Alignment health is judged on free-running decodes:
 teacher-forced maps look diagonal long before the model converts on its own.
 """
 
@@ -126,16 +127,46 @@ class Monitor:
             self._evolution(utt_id, step, aligned)
 
     def _evolution(self, utt_id: str, step: int, alignment: np.ndarray) -> None:
-        """Store this evaluation's alignment on disk and redraw the last K side by side."""
+        """Store this evaluation's alignment on disk and redraw K of those stored, side by side."""
         folder = self.out_dir / "alignments" / utt_id
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_open(folder / f"step{step:07d}.npy") as out:
             np.save(out, alignment)
-        history = sorted(folder.glob("step*.npy"))[-self.config.train.evolution_columns :]
-        columns = [(int(path.stem[4:]), np.load(path)) for path in history]
-        fig = evolution_figure(columns, f"{utt_id}: free-running alignment during training")
+        fig = evolution_figure(
+            load_evolution(folder, self.config.train.evolution_columns),
+            f"{utt_id}: free-running alignment during training",
+        )
         save_figure(fig, self.out_dir / "alignments" / f"{utt_id}_evolution.png")
         self.writer.add_figure(f"valid/evolution/{utt_id}", fig, step)
 
     def close(self) -> None:
         self.writer.close()
+
+
+def evolution_steps(steps: list[int], count: int) -> list[int]:
+    """Which of the stored evaluations the evolution strip shows: ``count`` of them, in order.
+
+    The first two always (the blur), the last always (the curve as it is now), and
+    log-spaced evaluations between, so the early minutes in which the alignment forms
+    get most of the columns however long the run. Keeping only the last K instead
+    would show K already-sharp diagonals after a normal run.
+    """
+    steps = sorted(set(steps))
+    if count >= len(steps):
+        return steps
+    if count <= 1:
+        return steps[-count:] if count == 1 else []
+    head = min(2, count - 1)
+    # 1-based evaluation numbers head+1 .. len(steps), log-spaced, then nudged apart.
+    targets = np.geomspace(head + 1, len(steps), count - head) if count - head > 1 else [len(steps)]
+    chosen = list(range(head))
+    for k, target in enumerate(targets):
+        room = len(steps) - (len(targets) - k)  # leave one index for each later column
+        chosen.append(min(max(int(round(target)) - 1, chosen[-1] + 1), room))
+    return [steps[index] for index in chosen]
+
+
+def load_evolution(folder: Path, count: int) -> list[tuple[int, np.ndarray]]:
+    """(step, alignment) of the evaluations evolution_steps picks from FOLDER/stepNNNNNNN.npy."""
+    paths = {int(path.stem[4:]): path for path in folder.glob("step*.npy") if path.stem[4:].isdigit()}
+    return [(step, np.load(paths[step])) for step in evolution_steps(list(paths), count)]

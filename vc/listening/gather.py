@@ -1,0 +1,302 @@
+"""What the listening report shows, read from an experiment folder; nothing is drawn or written here.
+
+Every piece is optional: a run without scores.json still gets players and
+figures, a run without TensorBoard events still gets its scores, and the
+report says what it could not find.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vc.config import AudioConfig, load_config
+from vc.errors import DataError, VcError
+
+log = logging.getLogger(__name__)
+
+ROLES = ("source", "converted", "target", "ceiling")
+ROLE_TITLES = {
+    "source": "source (input)",
+    "converted": "converted",
+    "target": "target (natural)",
+    "ceiling": "Griffin-Lim ceiling",
+}
+LOWER_IS_BETTER = {"mcd", "f0_rmse", "wer", "cer", "sim_source"}
+# Keys vc score writes, in the order of its table, for runs whose scores.json has no "columns".
+DEFAULT_COLUMNS = [
+    ("MCD [dB]", "mcd", "{:.2f}"),
+    ("F0 RMSE [Hz]", "f0_rmse", "{:.1f}"),
+    ("F0 corr", "f0_corr", "{:.3f}"),
+    ("duration ratio", "duration_ratio", "{:.3f}"),
+    ("WER [%]", "wer", "{:.1f}"),
+    ("CER [%]", "cer", "{:.1f}"),
+    ("sim to tgt", "sim_target", "{:.3f}"),
+    ("sim to src", "sim_source", "{:.3f}"),
+    ("MOS ovrl", "mos_ovrl", "{:.2f}"),
+    ("MOS sig", "mos_sig", "{:.2f}"),
+    ("utterances", "utterances", "{:d}"),
+]
+MODEL_ROW = "model"
+_LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
+
+
+@dataclass
+class Column:
+    title: str
+    key: str
+    fmt: str
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.key in LOWER_IS_BETTER
+
+    def cell(self, value) -> str:
+        number = as_number(value)
+        if number is None:
+            return "-"
+        try:
+            return self.fmt.format(int(number) if self.fmt == "{:d}" else number)
+        except (ValueError, TypeError):
+            return f"{number:g}"
+
+
+@dataclass
+class Utterance:
+    utt_id: str
+    files: dict[str, Path] = field(default_factory=dict)  # role -> existing audio file
+    scores: dict[str, dict] = field(default_factory=dict)  # row name -> this utterance's metrics
+    transcript: str | None = None
+    alignment_png: Path | None = None
+
+    @property
+    def model_scores(self) -> dict:
+        return self.scores.get(MODEL_ROW, {})
+
+
+@dataclass
+class Experiment:
+    folder: Path
+    audio: AudioConfig
+    config_text: str | None = None
+    evolution_columns: int = 8  # train.evolution_columns of the run
+    training: dict[str, str] = field(default_factory=dict)  # label -> value, in display order
+    scalars: dict = field(default_factory=dict)  # tag -> [vc.report.Scalar]
+    rows: dict[str, dict] = field(default_factory=dict)  # vc score's rows, per_utterance dropped
+    columns: list[Column] = field(default_factory=list)  # the score table's, in vc score's order
+    titles: dict[str, Column] = field(default_factory=dict)  # every column scores.json declares, by key
+    missing: list[str] = field(default_factory=list)  # metric families vc score could not compute
+    utterances: list[Utterance] = field(default_factory=list)
+    evolution: dict[str, Path] = field(default_factory=dict)  # fixed dev utterance -> folder of step*.npy
+    notes: list[str] = field(default_factory=list)  # what the report could not find
+
+
+def as_number(value) -> float | None:
+    """A finite float, or None for missing / NaN / text values."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def gather(exp_dir: str | Path, scores_path: str | Path | None = None) -> Experiment:
+    """Read what EXP holds: config, training time and curves, scores, files per utterance."""
+    folder = Path(exp_dir)
+    if not folder.is_dir():
+        raise DataError(f"experiment folder not found: {folder}")
+    exp = Experiment(folder=folder, audio=AudioConfig())
+    _read_config(exp)
+    _read_training(exp)
+    scores = _read_scores(exp, Path(scores_path) if scores_path else folder / "scores.json")
+    _collect_utterances(exp, scores)
+    exp.evolution = {
+        path.name: path
+        for path in sorted((folder / "alignments").glob("*"))
+        if path.is_dir() and any(path.glob("step*.npy"))
+    }
+    if not exp.evolution:
+        exp.notes.append("no stored alignments (EXP/alignments/<utt>/step*.npy): no evolution strip")
+    return exp
+
+
+def _read_config(exp: Experiment) -> None:
+    path = exp.folder / "config.yaml"
+    if not path.is_file():
+        exp.notes.append("no config.yaml: default audio settings used for the mel figures")
+        return
+    exp.config_text = path.read_text()
+    try:
+        config = load_config(path)
+        exp.audio, exp.evolution_columns = config.audio, config.train.evolution_columns
+    except VcError as exc:
+        exp.notes.append(f"config.yaml unreadable ({exc}): default audio settings used")
+
+
+def _read_training(exp: Experiment) -> None:
+    from vc.report import read_scalars
+
+    try:
+        exp.scalars = read_scalars(exp.folder)
+    except DataError:
+        exp.notes.append("no TensorBoard events: no training curves")
+    info = exp.training
+    steps = [s.step for series in exp.scalars.values() for s in series]
+    minutes = [s.minutes for series in exp.scalars.values() for s in series]
+    if steps:
+        info["steps trained"] = str(max(steps))
+        info["training time"] = f"{max(minutes):.1f} min (TensorBoard wall time)"
+    valid = exp.scalars.get("valid/loss/total", [])
+    if valid:
+        best = min(valid, key=lambda s: s.value)
+        info["best validation loss"] = f"{best.value:.4f} at step {best.step}"
+    train_log = exp.folder / "train.log"
+    if train_log.is_file():
+        lines = train_log.read_text(errors="replace").splitlines()
+        stamps = [m.group(1) for m in map(_LOG_TIME.match, lines) if m]
+        if stamps:
+            info["train.log"] = f"{stamps[0]} .. {stamps[-1]}"
+        devices = [line.split(": training on ", 1)[1] for line in lines if ": training on " in line]
+        if devices:
+            info["device"] = devices[0].split(" from step")[0]
+    checkpoints = sorted((exp.folder / "checkpoints").glob("*.pt"))
+    if checkpoints:
+        info["checkpoints"] = ", ".join(path.name for path in checkpoints)
+
+
+def _read_scores(exp: Experiment, path: Path) -> dict:
+    if not path.is_file():
+        exp.notes.append(f"no scores ({path} not found; write it with vc score --json): players only")
+        return {}
+    try:
+        scores = json.loads(path.read_text())
+        rows = scores["rows"]
+        if not isinstance(rows, dict):
+            raise TypeError("rows is not an object")
+    except (ValueError, KeyError, TypeError) as exc:
+        exp.notes.append(f"{path} is not a vc score JSON file ({exc}): players only")
+        return {}
+    exp.rows = {name: {k: v for k, v in row.items() if k != "per_utterance"} for name, row in rows.items()}
+    declared = [Column(*column) for column in scores.get("columns") or DEFAULT_COLUMNS]
+    exp.titles = {c.key: c for c in [*map(lambda c: Column(*c), DEFAULT_COLUMNS), *declared]}
+    present = {key for row in rows.values() for key in row}
+    exp.columns = [c for c in declared if c.key in present]
+    exp.missing = [str(line) for line in scores.get("missing", [])]
+    return scores
+
+
+def _collect_utterances(exp: Experiment, scores: dict) -> None:
+    converted_dir = exp.folder / "converted" / "eval"
+    listed = dict(scores.get("files") or {})
+    if not listed and not converted_dir.is_dir():
+        exp.notes.append(f"no converted audio ({converted_dir}) and no file list in the scores")
+    ids = list(listed) or sorted(path.stem for path in converted_dir.glob("*.wav"))
+    pairs = _eval_pairs(exp)
+    transcripts = scores.get("transcripts") or {}
+    rows = scores.get("rows") or {}
+    for utt_id in ids:
+        utt = Utterance(utt_id, transcript=transcripts.get(utt_id))
+        given = listed.get(utt_id) or {}
+        candidates = {
+            "source": [given.get("source"), pairs.get(utt_id, (None, None))[0]],
+            "converted": [given.get("converted"), converted_dir / f"{utt_id}.wav"],
+            "target": [given.get("reference"), given.get("target"), pairs.get(utt_id, (None, None))[1]],
+            "ceiling": [given.get("ceiling")],
+        }
+        for role, paths in candidates.items():
+            found = next((p for p in map(lambda p: _resolve(exp.folder, p), paths) if p), None)
+            if found is not None:
+                utt.files[role] = found
+        utt.scores = {
+            name: row["per_utterance"][utt_id]
+            for name, row in rows.items()
+            if isinstance(row.get("per_utterance"), dict) and utt_id in row["per_utterance"]
+        }
+        png = converted_dir / f"{utt_id}_alignment.png"
+        utt.alignment_png = png if png.is_file() else None
+        exp.utterances.append(utt)
+    lost = sorted({role for utt in exp.utterances for role in ROLES if role not in utt.files} - {"ceiling"})
+    if lost:
+        exp.notes.append(f"some utterances have no {', '.join(lost)} audio")
+
+
+def _resolve(exp_dir: Path, path) -> Path | None:
+    """An existing file: as given (absolute or from the working folder), else relative to EXP or a
+    folder above it (vc score may have run from the recipe folder)."""
+    if not path:
+        return None
+    path = Path(path)
+    for candidate in (path, *(folder / path for folder in [exp_dir, *exp_dir.resolve().parents][:4])):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _eval_pairs(exp: Experiment) -> dict[str, tuple[str, str]]:
+    """utt_id -> (source, target) from the recipe's eval.tsv beside the config's dev list, if any."""
+    if exp.config_text is None:
+        return {}
+    try:
+        dev_list = load_config(exp.folder / "config.yaml").data.dev_list
+    except VcError:
+        return {}
+    if not dev_list:
+        return {}
+    eval_list = _resolve(exp.folder, Path(dev_list).with_name("eval.tsv"))
+    if eval_list is None:
+        return {}
+    pairs = {}
+    for line in eval_list.read_text().splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 3:
+            pairs[fields[0]] = (fields[1], fields[2])
+    return pairs
+
+
+def sort_keys(exp: Experiment) -> list[Column]:
+    """Per-utterance metrics the page can sort by (numeric in some model row), the default first."""
+    keys = [c for c in exp.columns if c.key != "utterances"]
+    known = {c.key for c in keys}
+    extra = sorted(
+        {
+            key
+            for utt in exp.utterances
+            for key, value in utt.model_scores.items()
+            if key not in known and as_number(value) is not None
+        }
+    )
+    keys += [exp.titles.get(key) or Column(key, key, "{:.3g}") for key in extra]
+    keys = [c for c in keys if any(as_number(u.model_scores.get(c.key)) is not None for u in exp.utterances)]
+    default = next((c for c in keys if c.key == "wer"), None) or next(
+        (c for c in keys if c.key == "mcd"), None
+    )
+    if default is not None:
+        keys.remove(default)
+        keys.insert(0, default)
+    return keys
+
+
+def worst_first(utterances: list[Utterance], column: Column | None) -> list[Utterance]:
+    """Worst score first; utterances without the score last, in id order."""
+    if column is None:
+        return sorted(utterances, key=lambda u: u.utt_id)
+
+    def key(utt: Utterance):
+        value = as_number(utt.model_scores.get(column.key))
+        if value is None:
+            return (1, 0.0, utt.utt_id)
+        return (0, -value if column.lower_is_better else value, utt.utt_id)
+
+    return sorted(utterances, key=key)
+
+
+def load_audio_for_report(path: Path) -> tuple[np.ndarray, int]:
+    """Samples as float32 (frames, channels) and the rate, exactly as stored (no trim, no resampling)."""
+    import soundfile as sf
+
+    wave, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    return wave, rate
