@@ -25,6 +25,7 @@ from vc.mel2linear import (
     load_mel2linear,
     masked_l1,
     save_mel2linear,
+    spectral_convergence_loss,
 )
 from vc.model.mel2linear import ARCHITECTURES, Mel2Linear, fit_linear
 from vc.vocoder import GriffinLimVocoder
@@ -74,6 +75,16 @@ def test_masked_l1_ignores_padding():
     target[1, 2:] = 50.0  # padding of item 1
     target[0] += 1.0
     assert masked_l1(pred, target, torch.tensor([4, 2])).item() == pytest.approx(4 / 6)
+
+
+def test_spectral_convergence_loss_is_relative_and_ignores_padding():
+    target = torch.randn(2, 5, 4)
+    pred = target.clone()
+    pred[1, 3:] += 20.0  # padding of item 1
+    lens = torch.tensor([5, 3])
+    assert spectral_convergence_loss(pred, target, lens).item() == pytest.approx(0.0, abs=1e-6)
+    louder = target + torch.log10(torch.tensor(2.0))  # twice the magnitude: error = 1 x the reference
+    assert spectral_convergence_loss(louder, target, lens).item() == pytest.approx(1.0, rel=1e-4)
 
 
 def test_fit_linear_recovers_a_linear_map():
@@ -190,3 +201,26 @@ def test_vocoder_train_cli_bad_input_is_one_line(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 1 and "input not found" in err and len(err.strip().splitlines()) == 1
+
+
+def test_vocoder_train_fine_tunes_on_predicted_mels(model_checkpoint, tmp_path, capsys):
+    path, config = model_checkpoint
+    lines = []
+    for k in range(3):
+        for role in ("src", "tgt"):
+            sf.write(tmp_path / f"{role}{k}.wav", speech_like(0.5, seed=10 * k + len(role)), 16000)
+        lines.append(f"utt{k}\tsrc{k}.wav\ttgt{k}.wav")
+    pairs = tmp_path / "train.tsv"
+    pairs.write_text("\n".join(lines) + "\n")
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump({"audio": dataclasses.asdict(config.audio)}))
+    first, tuned = tmp_path / "first.pt", tmp_path / "tuned.pt"
+    common = ["--config", str(config_file), "--no-progress", "--max-steps", "2", "--batch-size", "2"]
+    assert main(["vocoder-train", str(pairs), "--out", str(first), *common]) == 0
+    argv = ["vocoder-train", str(pairs), "--out", str(tuned), "--init", str(first), "--checkpoint", str(path)]
+    assert main([*argv, *common]) == 0
+    assert "mel -> linear network" in capsys.readouterr().out
+    assert torch.load(tuned, weights_only=True)["info"]["predicted_mels"] is True
+    folder_argv = ["vocoder-train", str(tmp_path), "--out", str(tuned), "--checkpoint", str(path), *common]
+    assert main(folder_argv) == 1
+    assert "needs pair lists" in capsys.readouterr().err

@@ -143,10 +143,18 @@ def cmd_vocoder_train(args) -> None:
     config = load_config(args.config)
     names = {f.name for f in dataclasses.fields(TrainOptions)}
     options = TrainOptions(**{k: v for k, v in vars(args).items() if k in names and v is not None})
-    info = train_mel2linear(args.inputs, config.audio, args.out, options, progress=not args.no_progress)
+    info = train_mel2linear(
+        args.inputs,
+        config.audio,
+        args.out,
+        options,
+        progress=not args.no_progress,
+        checkpoint=args.checkpoint,
+        init=args.init,
+    )
     print(
         f"mel -> linear network: {args.out} ({info['steps']} steps, {info['minutes']:.1f} min, "
-        f"validation {info['valid_db']:.2f} dB, frame-wise linear map {info['linear_db']:.2f} dB)"
+        f"validation {info['valid_db']:.2f} dB, at start {info['linear_db']:.2f} dB)"
     )
 
 
@@ -281,6 +289,11 @@ def _add_vocoder_train(commands) -> None:
     sub.add_argument("--out", required=True, help="network file, e.g. EXP/checkpoints/mel2linear.pt")
     sub.add_argument("--config", help="YAML config whose audio settings the conversion model uses")
     sub.add_argument("--architecture", choices=("resconv", "cbhg"), help="network body (default resconv)")
+    sub.add_argument("--init", help="start from this network file (fine-tuning) instead of a linear fit")
+    sub.add_argument(
+        "--checkpoint",
+        help="conversion checkpoint: also train on its teacher-forced predicted mels (needs pair lists)",
+    )
     sub.add_argument("--max-minutes", dest="max_minutes", type=float, help="time limit (default 8)")
     sub.add_argument("--max-steps", dest="max_steps", type=_positive_int, help="step limit")
     sub.add_argument(

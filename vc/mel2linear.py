@@ -25,6 +25,7 @@ import torch
 
 from vc import __version__
 from vc.audio import AUDIO_FORMATS, LogMel, read_audio
+from vc.checkpoint import private_rng
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
 from vc.errors import CheckpointError, DataError
@@ -51,7 +52,7 @@ AUDIO_KEYS = (
 @dataclasses.dataclass
 class TrainOptions:
     architecture: str = "resconv"
-    channels: int = 256
+    channels: int = 128  # 256: 3x slower steps, worse after 2 minutes of training on a CPU
     layers: int = 4
     kernel: int = 5
     batch_size: int = 16
@@ -61,6 +62,9 @@ class TrainOptions:
     max_minutes: float = 8.0  # with feature extraction, under 10 minutes on 2 CPU cores
     valid_files: int = 10  # held out from the end of the (sorted) file list
     valid_every: int = 250
+    # Weight of spectral_convergence_loss beside the log-magnitude L1 (measured: 3.58 dB MCD
+    # after Griffin-Lim with 1.0, 3.65 dB without, on 10 slt utterances).
+    spectral_convergence_weight: float = 1.0
     seed: int = 1
 
 
@@ -110,10 +114,34 @@ def _crop_batch(items, batch_size: int, crop: int, rng: random.Random):
     return pad(mels, batch_first=True), pad(mags, batch_first=True), torch.tensor(lens)
 
 
+def _keep(pred: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+    """(B, T, 1) 1 on valid frames, 0 on padding."""
+    return (
+        (torch.arange(pred.shape[1], device=lens.device)[None, :] < lens[:, None])
+        .unsqueeze(-1)
+        .to(pred.dtype)
+    )
+
+
 def masked_l1(pred: torch.Tensor, target: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
     """Mean |pred - target| over valid frames and all bins. Shapes: (B, T, bins), lens (B,)."""
-    keep = (torch.arange(pred.shape[1])[None, :] < lens[:, None]).unsqueeze(-1).to(pred.dtype)
+    keep = _keep(pred, lens)
     return ((pred - target).abs() * keep).sum() / (keep.sum() * pred.shape[-1])
+
+
+def spectral_convergence_loss(pred: torch.Tensor, target: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+    """Mean over items of || 10^pred - 10^target ||_F / || 10^target ||_F on valid frames.
+
+    The log-domain L1 weighs every bin alike; this term weighs the loud ones
+    (harmonic peaks, formants), which carry what Griffin-Lim rebuilds.
+    Shapes: log10 magnitudes (B, T, bins), lens (B,).
+    """
+    keep = _keep(pred, lens)
+    predicted = torch.pow(10.0, pred.clamp(max=target.max() + 1.0)) * keep  # no overflow early in training
+    true = torch.pow(10.0, target) * keep
+    return (
+        torch.linalg.vector_norm(predicted - true, dim=(1, 2)) / torch.linalg.vector_norm(true, dim=(1, 2))
+    ).mean()
 
 
 @torch.no_grad()
@@ -130,62 +158,105 @@ def validation_db(net: Mel2Linear, items) -> float:
 
 
 def train_mel2linear(
-    paths: list[str | Path], audio: AudioConfig, out: str | Path, options: TrainOptions, progress: bool = True
+    paths: list[str | Path],
+    audio: AudioConfig,
+    out: str | Path,
+    options: TrainOptions,
+    progress: bool = True,
+    checkpoint: str | Path | None = None,
+    init: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Train on the recordings in ``paths`` (see audio_files) and save the best network to ``out``."""
+    """Train on the recordings in ``paths`` (see audio_files) and save the best network to ``out``.
+
+    ``init``: start from this network file instead of a least-squares linear map.
+    ``checkpoint``: a conversion model; its teacher-forced predicted mels of the
+    pairs in ``paths`` (pair lists only) are added as inputs beside the natural
+    ones, with the same target magnitudes, so the network learns to undo their blur.
+    """
     started = time.monotonic()
     files = audio_files(paths)
     if len(files) < 2:
         raise DataError(f"need at least 2 audio files to train and validate, found {len(files)}")
     valid_count = min(options.valid_files, len(files) // 2)
     torch.manual_seed(options.seed)
-    rng = random.Random(options.seed)
     items = extract(files, audio, progress)
     train_items, valid_items = items[: len(items) - valid_count], items[len(items) - valid_count :]
-    net = Mel2Linear(
-        audio.n_mels,
-        audio.n_fft // 2 + 1,
-        options.architecture,
-        options.channels,
-        options.layers,
-        options.kernel,
-    )
-    frames = torch.cat([mel for mel, _ in train_items])
-    mags = torch.cat([mag for _, mag in train_items]).float()
-    pick = torch.randperm(len(frames))[:200_000]
-    fit_linear(net, frames[pick], mags[pick])
-    del frames, mags
-    linear_db = best_db = validation_db(net, valid_items)
+    if checkpoint is not None:
+        predicted = [
+            (mel, mag)
+            for mel, (_, mag) in zip(
+                predicted_mels(checkpoint, paths, files, audio, progress), items, strict=True
+            )
+        ]
+        train_items += predicted[: len(items) - valid_count]
+        valid_items += predicted[len(items) - valid_count :]
+    if init is not None:
+        net = load_mel2linear(init, audio).train()
+    else:
+        net = Mel2Linear(
+            audio.n_mels,
+            audio.n_fft // 2 + 1,
+            options.architecture,
+            options.channels,
+            options.layers,
+            options.kernel,
+        )
+        frames = torch.cat([mel for mel, _ in train_items])
+        pick = torch.randperm(len(frames))[:200_000]
+        fit_linear(net, frames[pick], torch.cat([mag for _, mag in train_items])[pick].float())
+        del frames
+    start_db = validation_db(net, valid_items)
     log.info(
-        "%d training, %d validation files; frame-wise linear map: %.2f dB",
+        "%d training, %d validation items; before training: %.2f dB",
         len(train_items),
-        valid_count,
-        linear_db,
+        len(valid_items),
+        start_db,
     )
-    best_state = {k: v.clone() for k, v in net.state_dict().items()}
-    optimizer = torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=0.0)
     budget = (
         options.max_minutes * 60.0 - (time.monotonic() - started) if options.max_minutes > 0 else math.inf
     )
+    steps, best_db = _optimise(net, train_items, valid_items, options, budget, start_db, progress)
+    info = dict(
+        files=len(files) - valid_count, valid_files=valid_count, steps=steps, minutes=(time.monotonic() - started) / 60,
+        valid_db=best_db, linear_db=start_db, predicted_mels=checkpoint is not None,
+    )  # fmt: skip
+    save_mel2linear(out, net, audio, info)
+    log.info(
+        "mel2linear: %d steps in %.1f min, validation %.2f dB (at start %.2f dB)",
+        steps,
+        info["minutes"],
+        best_db,
+        start_db,
+    )
+    return info
+
+
+def _optimise(
+    net, train_items, valid_items, options: TrainOptions, budget: float, best_db: float, progress: bool
+):
+    """AdamW on random crops until max_steps or ``budget`` seconds; leaves the best validated state in ``net``."""
+    rng = random.Random(options.seed)
+    best_state = {k: v.clone() for k, v in net.state_dict().items()}
+    optimizer = torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=0.0)
     loop_start, step = time.monotonic(), 0
     bar = show_progress(total=options.max_steps, desc="mel2linear", unit="step", disable=not progress)
-    while step < options.max_steps:
-        done = max(step / options.max_steps, (time.monotonic() - loop_start) / budget)
-        if done >= 1.0:
-            break
+    while (done := max(step / options.max_steps, (time.monotonic() - loop_start) / budget)) < 1.0:
         for group in optimizer.param_groups:  # short warmup, then cosine to zero over steps or time
             group["lr"] = (
                 options.learning_rate * min(1.0, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * done))
             )
         mel, mag, lens = _crop_batch(train_items, options.batch_size, options.crop_frames, rng)
-        loss = masked_l1(net(mel, lens), mag, lens)
+        pred = net(mel, lens)
+        loss = masked_l1(pred, mag, lens)
+        if options.spectral_convergence_weight > 0:
+            loss = loss + options.spectral_convergence_weight * spectral_convergence_loss(pred, mag, lens)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         optimizer.step()
         step += 1
         bar.update(1)
-        if step % options.valid_every == 0:
+        if step % options.valid_every == 0 or step == options.max_steps:
             db = validation_db(net, valid_items)
             bar.set_postfix(loss=f"{loss.item():.3f}", valid_db=f"{db:.2f}")
             if db < best_db:
@@ -195,19 +266,40 @@ def train_mel2linear(
     if db < best_db:
         best_db, best_state = db, net.state_dict()
     net.load_state_dict(best_state)
-    info = dict(
-        files=len(train_items), valid_files=valid_count, steps=step, minutes=(time.monotonic() - started) / 60,
-        valid_db=best_db, linear_db=linear_db,
-    )  # fmt: skip
-    save_mel2linear(out, net, audio, info)
-    log.info(
-        "mel2linear: %d steps in %.1f min, validation %.2f dB (linear map %.2f dB)",
-        step,
-        info["minutes"],
-        best_db,
-        linear_db,
-    )
-    return info
+    return step, best_db
+
+
+@torch.no_grad()
+def predicted_mels(checkpoint, paths, files: list[Path], audio: AudioConfig, progress: bool = True):
+    """The conversion model's teacher-forced log-mels (target scale) of the pairs whose targets are ``files``.
+
+    Frame k of each is the model's estimate of target frame k, so it pairs with
+    the target's magnitude. Shapes: a list of (T, n_mels), in the order of ``files``.
+    """
+    from vc.inference import Converter  # vc.inference imports this module
+
+    by_target = {
+        pair.target: pair
+        for path in map(Path, paths)
+        if path.suffix.lower() in (".tsv", ".txt", ".scp")
+        for pair in read_pair_list(path)
+    }
+    missing = [f for f in files if f not in by_target]
+    if missing:
+        raise DataError(f"--checkpoint needs pair lists: no source for {missing[0]}")
+    converter = Converter.from_checkpoint(checkpoint, device="cpu", vocoder_net=False)
+    if converter.config.audio != audio:
+        raise DataError(f"{checkpoint} uses other audio settings than --config; pass its config.yaml")
+    mels = []
+    for path in show_progress(files, desc="predicted mels", unit="file", disable=not progress):
+        waves = [torch.from_numpy(read_audio(p, audio))[None] for p in (by_target[path].source, path)]
+        (src, src_lens), (tgt, tgt_lens) = [converter.features(w) for w in waves]
+        with private_rng(0, converter.device):
+            out = converter.model(
+                converter.src_stats.normalize(src), src_lens, converter.tgt_stats.normalize(tgt), tgt_lens
+            )
+        mels.append(converter.tgt_stats.denormalize(out.after)[0, : tgt.shape[1]].float())
+    return mels
 
 
 def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info: dict | None = None) -> None:
