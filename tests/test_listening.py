@@ -100,19 +100,16 @@ def test_report_without_scores_finds_files_from_the_recipe_lists(tmp_path):
         assert (index.parent / link).is_file(), link
 
 
-def test_report_skips_unreadable_audio(tmp_path, caplog):
+def test_report_skips_unreadable_audio_and_stale_files(tmp_path, caplog):
     exp = make_experiment(tmp_path)
     (exp / "converted" / "eval" / f"{UTTS[0]}.wav").write_bytes(b"not audio")
+    stale = exp / "report" / "audio" / "converted" / "old_utterance.wav"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"")
     html = build_report(exp, progress=False).read_text()
+    assert not stale.exists()
     assert len(re.findall(r"<audio ", html)) == 3 * 3 + 2 - 1
     assert "cannot copy converted audio" in caplog.text
-
-
-def test_report_ogg_audio(tmp_path):
-    exp = make_experiment(tmp_path)
-    index = build_report(exp, audio_format="ogg", progress=False)
-    paths = list((index.parent / "audio").rglob("*.ogg"))
-    assert len(paths) == 11 and all(sf.info(str(p)).frames > 0 for p in paths)
 
 
 def test_cli_report_and_curve(tmp_path, capsys):
@@ -127,15 +124,6 @@ def test_cli_report_and_curve(tmp_path, capsys):
     assert "| 120 |" in capsys.readouterr().out
 
 
-def test_report_replaces_stale_files(tmp_path):
-    exp = make_experiment(tmp_path)
-    stale = exp / "report" / "audio" / "converted" / "old_utterance.wav"
-    stale.parent.mkdir(parents=True)
-    stale.write_bytes(b"")
-    build_report(exp, progress=False)
-    assert not stale.exists()
-
-
 def test_monitor_keeps_early_evaluations_in_the_png(tmp_path):
     """The PNG and TensorBoard strip show the first evaluations after many more (not the last K)."""
     import torch
@@ -148,11 +136,11 @@ def test_monitor_keeps_early_evaluations_in_the_png(tmp_path):
     stats = FeatureStats(np.zeros(80, np.float32), np.ones(80, np.float32))
     monitor = Monitor(config, tmp_path, torch.device("cpu"), stats)
     try:
-        for step in range(10, 210, 10):
+        for step in range(10, 110, 10):
             monitor._evolution("utt", step, np.eye(6, dtype=np.float32))
     finally:
         monitor.close()
     assert (tmp_path / "alignments" / "utt_evolution.png").is_file()
-    assert len(list((tmp_path / "alignments" / "utt").glob("step*.npy"))) == 20
+    assert len(list((tmp_path / "alignments" / "utt").glob("step*.npy"))) == 10
     assert [s for s, _ in load_evolution(tmp_path / "alignments" / "utt", 4)][:2] == [10, 20]
     assert Path(tmp_path / "tensorboard").is_dir()

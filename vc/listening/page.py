@@ -126,8 +126,14 @@ def _training_section(exp: Experiment, assets: Assets) -> list[str]:
             "<h3>Alignment evolution</h3><p>Free-running alignment of fixed dev utterances at evaluations "
             "spread over the run (the first ones, log-spaced ones, the last): the blur becoming a diagonal.</p>"
         )
-        for utt_id, link in assets.evolution.items():
-            parts.append(f'<p><img src="{quote(link)}" alt="alignment evolution of {escape(utt_id)}"></p>')
+        strips = [
+            f'<p><img src="{quote(link)}" alt="alignment evolution of {escape(utt_id)}"></p>'
+            for utt_id, link in assets.evolution.items()
+        ]
+        parts.append(strips[0])
+        if len(strips) > 1:  # the others folded, so the utterances stay near the top
+            parts.append(f"<details><summary>{len(strips) - 1} more fixed dev utterances</summary>")
+            parts += [*strips[1:], "</details>"]
     if assets.curves:
         parts.append(
             f'<h3>Training curves</h3><p><img src="{quote(assets.curves)}" alt="training curves"></p>'

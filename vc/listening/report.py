@@ -4,7 +4,7 @@ Every file the page needs is copied or drawn into the folder and linked
 relatively, so the folder opens from disk, can be zipped or served as is, and
 needs no network. Audio is rewritten as 16-bit PCM WAV (every browser decodes
 it; the model's own artefacts are heard, not a codec's) or, with
-``audio_format="ogg"``, as Ogg Vorbis (about a tenth of the size).
+``audio_format="ogg"``, as Ogg Vorbis (about a fifth of the size).
 """
 
 from __future__ import annotations
