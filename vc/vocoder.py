@@ -153,11 +153,11 @@ def _griffin_lim_batch(magnitude, start, frame_lens, length, stft, *, n_iter, mo
         if step == n_iter - 1:
             break
         projected = stft.overlap_add(spec).mul_(loop_scale)
-        # t = (1 - gamma) d + gamma P(c); c = t + momentum (t - t'); d = t + beta (t - t')
+        # t = (1 - gamma) d + gamma P(c); c = t + momentum (t - t'); d = t + beta (t - t'),
+        # each one lerp (one pass, where a sub and an add are two).
         accelerated = projected if gamma == 1.0 else torch.lerp(extrapolated, projected, gamma)
-        change = accelerated - previous
-        current = torch.add(accelerated, change, alpha=momentum)
-        extrapolated = accelerated if gamma == 1.0 else torch.add(accelerated, change, alpha=beta)
+        current = accelerated if momentum == 0 else torch.lerp(previous, accelerated, 1.0 + momentum)
+        extrapolated = accelerated if gamma == 1.0 else torch.lerp(previous, accelerated, 1.0 + beta)
         previous = accelerated
     if bool((frame_lens < 2).any()):
         spec = torch.where((frame_lens < 2)[:, None, None], start.transpose(1, 2), spec)
