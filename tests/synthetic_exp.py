@@ -64,11 +64,11 @@ def make_experiment(root: Path, with_scores: bool = True, evaluations: int = 12)
         save_figure(
             alignment_figure(alignment(20, 16, 1.0), utt), exp / "converted" / "eval" / f"{utt}_alignment.png"
         )
-        files[utt] = {
-            "source": str(paths["source"]),
-            "converted": str(paths["converted"]),
-            "reference": str(paths["target"]),
-            "ceiling": str(paths["ceiling"]) if k != 2 else None,  # one utterance without a ceiling file
+        files[utt] = {  # by vc score's row names
+            "model": str(paths["converted"]),
+            "no conversion (source)": str(paths["source"]),
+            "Griffin-Lim ceiling": str(paths["ceiling"]) if k != 2 else None,  # one without a ceiling file
+            "natural target": str(paths["target"]),
         }
         pairs.append(f"{utt}\t{paths['source']}\t{paths['target']}")
     (data / "dev.tsv").write_text(pairs[0] + "\n")

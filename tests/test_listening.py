@@ -82,9 +82,13 @@ def test_report_is_self_contained(tmp_path):
 def test_report_sorts_by_mcd_without_wer(tmp_path):
     exp = make_experiment(tmp_path)
     files = json.loads((exp / "scores.json").read_text())["files"]
+    roles = {"source": "no conversion (source)", "converted": "model", "reference": "natural target"}
+    files = {utt: {role: paths[row] for role, row in roles.items()} for utt, paths in files.items()}
+    files[UTTS[0]]["other system"] = files[UTTS[0]]["converted"]  # a row the report does not know
     write_scores(exp / "scores.json", files, drop=("wer", "cer", "hypothesis"))
     html = build_report(exp, progress=False).read_text()
     assert "WER" not in html
+    assert len(re.findall(r"<audio ", html)) == 3 * 3 + 1 and "audio/other_system/arctic_b0001.wav" in html
     order = re.findall(r'<section class="utt" id="([^"]+)"', html)
     assert order == ["arctic_b0003", "arctic_b0002", "arctic_b0001"]  # MCD 7.9, 6.5, 6.1
 

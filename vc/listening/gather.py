@@ -22,6 +22,13 @@ from vc.errors import DataError, VcError
 log = logging.getLogger(__name__)
 
 ROLES = ("source", "converted", "target", "ceiling")
+# The names scores.json's "files" may give each role: vc score's row names or the role's own.
+ROLE_KEYS = {
+    "source": ("source", "no conversion (source)"),
+    "converted": ("converted", "model"),
+    "target": ("reference", "target", "natural target"),
+    "ceiling": ("ceiling", "Griffin-Lim ceiling"),
+}
 ROLE_TITLES = {
     "source": "source (input)",
     "converted": "converted",
@@ -70,7 +77,7 @@ class Column:
 @dataclass
 class Utterance:
     utt_id: str
-    files: dict[str, Path] = field(default_factory=dict)  # role -> existing audio file
+    files: dict[str, Path] = field(default_factory=dict)  # role (or another system's row name) -> file
     scores: dict[str, dict] = field(default_factory=dict)  # row name -> this utterance's metrics
     transcript: str | None = None
     alignment_png: Path | None = None
@@ -201,12 +208,12 @@ def _collect_utterances(exp: Experiment, scores: dict) -> None:
     for utt_id in ids:
         utt = Utterance(utt_id, transcript=transcripts.get(utt_id))
         given = listed.get(utt_id) or {}
-        candidates = {
-            "source": [given.get("source"), pairs.get(utt_id, (None, None))[0]],
-            "converted": [given.get("converted"), converted_dir / f"{utt_id}.wav"],
-            "target": [given.get("reference"), given.get("target"), pairs.get(utt_id, (None, None))[1]],
-            "ceiling": [given.get("ceiling")],
-        }
+        candidates = {role: [given.get(key) for key in keys] for role, keys in ROLE_KEYS.items()}
+        candidates["source"].append(pairs.get(utt_id, (None, None))[0])
+        candidates["converted"].append(converted_dir / f"{utt_id}.wav")
+        candidates["target"].append(pairs.get(utt_id, (None, None))[1])
+        known = {key for keys in ROLE_KEYS.values() for key in keys}
+        candidates.update({name: [path] for name, path in given.items() if name not in known})  # more systems
         for role, paths in candidates.items():
             found = next((p for p in map(lambda p: _resolve(exp.folder, p), paths) if p), None)
             if found is not None:
@@ -259,17 +266,12 @@ def _eval_pairs(exp: Experiment) -> dict[str, tuple[str, str]]:
 
 def sort_keys(exp: Experiment) -> list[Column]:
     """Per-utterance metrics the page can sort by (numeric in some model row), the default first."""
-    keys = [c for c in exp.columns if c.key != "utterances"]
-    known = {c.key for c in keys}
-    extra = sorted(
-        {
-            key
-            for utt in exp.utterances
-            for key, value in utt.model_scores.items()
-            if key not in known and as_number(value) is not None
-        }
-    )
-    keys += [exp.titles.get(key) or Column(key, key, "{:.3g}") for key in extra]
+    shown = {c.key for c in exp.columns}
+    keys = [
+        *exp.columns,
+        *(c for key, c in exp.titles.items() if key not in shown),
+    ]  # CER: per utterance only
+    keys = [c for c in keys if c.key != "utterances"]
     keys = [c for c in keys if any(as_number(u.model_scores.get(c.key)) is not None for u in exp.utterances)]
     default = next((c for c in keys if c.key == "wer"), None) or next(
         (c for c in keys if c.key == "mcd"), None

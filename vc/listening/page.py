@@ -18,7 +18,7 @@ td.text { text-align: left; }
 .notes { background: #fff8e1; border: 1px solid #f0d890; padding: 6px 12px; }
 .utt { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; margin: 14px 0; }
 .utt h3 { margin: 4px 0; font-size: 16px; }
-.players { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr)); gap: 6px 16px; }
+.players { display: grid; grid-template-columns: repeat(auto-fill, minmax(220px, 1fr)); gap: 6px 16px; }
 .players div { display: flex; flex-direction: column; font-size: 12px; color: #555; }
 audio { width: 100%; }
 .figs { display: flex; flex-wrap: wrap; gap: 10px; align-items: flex-start; }
@@ -179,15 +179,14 @@ def _utterance(exp: Experiment, utt: Utterance, assets: Assets, sort_columns: li
     if isinstance(hypothesis, str):
         out.append(f"<p>recognized (converted): <i>{escape(hypothesis) or '(nothing)'}</i></p>")
     players = []
-    for role in ROLES:
+    for role in [*ROLES, *(name for name in utt.files if name not in ROLES)]:
+        title = escape(ROLE_TITLES.get(role, role))
         link = assets.audio.get((utt.utt_id, role))
         if link is None:
-            if role != "ceiling":
-                players.append(f'<div>{ROLE_TITLES[role]}<span class="muted">missing</span></div>')
+            if role in ("source", "converted", "target"):
+                players.append(f'<div>{title}<span class="muted">missing</span></div>')
             continue
-        players.append(
-            f'<div>{ROLE_TITLES[role]}<audio controls preload="none" src="{quote(link)}"></audio></div>'
-        )
+        players.append(f'<div>{title}<audio controls preload="none" src="{quote(link)}"></audio></div>')
     out.append(f'<div class="players">{"".join(players)}</div>')
     figures = []
     if utt.utt_id in assets.alignment:

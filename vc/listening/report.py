@@ -58,7 +58,7 @@ def build_report(
         name = _UNSAFE.sub("_", utt.utt_id)
         waves = {}
         for role, path in utt.files.items():
-            link = f"audio/{role}/{name}.{audio_format}"
+            link = f"audio/{_UNSAFE.sub('_', role)}/{name}.{audio_format}"
             try:
                 waves[role] = load_audio_for_report(path)
                 _write_audio(out_dir / link, *waves[role], audio_format)
