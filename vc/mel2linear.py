@@ -185,7 +185,9 @@ def train_mel2linear(
         predicted = [
             (mel, mag)
             for mel, (_, mag) in zip(
-                predicted_mels(checkpoint, paths, files, audio, progress), items, strict=True
+                predicted_mels(checkpoint, paths, files, [mel for mel, _ in items], audio, progress),
+                items,
+                strict=True,
             )
         ]
         train_items += predicted[: len(items) - valid_count]
@@ -212,8 +214,11 @@ def train_mel2linear(
         len(valid_items),
         start_db,
     )
+    # The time limit covers feature extraction too; what is left of it trains (at least a second).
     budget = (
-        options.max_minutes * 60.0 - (time.monotonic() - started) if options.max_minutes > 0 else math.inf
+        max(1.0, options.max_minutes * 60.0 - (time.monotonic() - started))
+        if options.max_minutes > 0
+        else math.inf
     )
     steps, best_db = _optimise(net, train_items, valid_items, options, budget, start_db, progress)
     info = dict(
@@ -239,7 +244,9 @@ def _optimise(
     best_state = {k: v.clone() for k, v in net.state_dict().items()}
     optimizer = torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=0.0)
     loop_start, step = time.monotonic(), 0
-    bar = show_progress(total=options.max_steps, desc="mel2linear", unit="step", disable=not progress)
+    # With a time limit the step count is not known in advance: no total, no misleading time left.
+    total = options.max_steps if math.isinf(budget) else None
+    bar = show_progress(total=total, desc="mel2linear", unit="step", disable=not progress)
     while (done := max(step / options.max_steps, (time.monotonic() - loop_start) / budget)) < 1.0:
         for group in optimizer.param_groups:  # short warmup, then cosine to zero over steps or time
             group["lr"] = (
@@ -270,35 +277,45 @@ def _optimise(
 
 
 @torch.no_grad()
-def predicted_mels(checkpoint, paths, files: list[Path], audio: AudioConfig, progress: bool = True):
+def predicted_mels(
+    checkpoint, paths, files: list[Path], target_mels, audio: AudioConfig, progress: bool = True
+):
     """The conversion model's teacher-forced log-mels (target scale) of the pairs whose targets are ``files``.
 
     Frame k of each is the model's estimate of target frame k, so it pairs with
-    the target's magnitude. Shapes: a list of (T, n_mels), in the order of ``files``.
+    the target's magnitude. Runs in length-sorted batches of 16.
+    Shapes: target_mels and the result, lists of (T, n_mels) in the order of ``files``.
     """
     from vc.inference import Converter  # vc.inference imports this module
 
-    by_target = {
-        pair.target: pair
-        for path in map(Path, paths)
-        if path.suffix.lower() in (".tsv", ".txt", ".scp")
-        for pair in read_pair_list(path)
-    }
+    lists = [p for p in map(Path, paths) if p.suffix.lower() in (".tsv", ".txt", ".scp")]
+    by_target = {pair.target: pair for path in lists for pair in read_pair_list(path)}
     missing = [f for f in files if f not in by_target]
     if missing:
         raise DataError(f"--checkpoint needs pair lists: no source for {missing[0]}")
     converter = Converter.from_checkpoint(checkpoint, device="cpu", vocoder_net=False)
     if converter.config.audio != audio:
         raise DataError(f"{checkpoint} uses other audio settings than --config; pass its config.yaml")
-    mels = []
-    for path in show_progress(files, desc="predicted mels", unit="file", disable=not progress):
-        waves = [torch.from_numpy(read_audio(p, audio))[None] for p in (by_target[path].source, path)]
-        (src, src_lens), (tgt, tgt_lens) = [converter.features(w) for w in waves]
-        with private_rng(0, converter.device):
-            out = converter.model(
-                converter.src_stats.normalize(src), src_lens, converter.tgt_stats.normalize(tgt), tgt_lens
+    pad = torch.nn.utils.rnn.pad_sequence
+    order = sorted(range(len(files)), key=lambda k: len(target_mels[k]))
+    mels: list[torch.Tensor | None] = [None] * len(files)
+    with show_progress(total=len(files), desc="predicted mels", unit="file", disable=not progress) as bar:
+        for start in range(0, len(order), 16):
+            chunk = order[start : start + 16]
+            waves = [torch.from_numpy(read_audio(by_target[files[k]].source, audio)) for k in chunk]
+            src, src_lens = converter.features(
+                pad(waves, batch_first=True), torch.tensor([len(w) for w in waves])
             )
-        mels.append(converter.tgt_stats.denormalize(out.after)[0, : tgt.shape[1]].float())
+            tgt = pad([target_mels[k] for k in chunk], batch_first=True)
+            tgt_lens = torch.tensor([len(target_mels[k]) for k in chunk])
+            with private_rng(0, converter.device):
+                out = converter.model(
+                    converter.src_stats.normalize(src), src_lens, converter.tgt_stats.normalize(tgt), tgt_lens
+                )
+            after = converter.tgt_stats.denormalize(out.after).float()
+            for row, k in enumerate(chunk):
+                mels[k] = after[row, : int(tgt_lens[row])].clone()
+            bar.update(len(chunk))
     return mels
 
 
