@@ -392,10 +392,11 @@ def load_vocoder_net(
     path = find_mel2linear(checkpoint, vocoder_net)
     if path is None:
         reason = "as asked" if vocoder_net is False else f"no {COMPANION_NAME} beside the checkpoint"
-        log.info("vocoder: mel -> linear by filterbank pseudo-inverse (%s)", reason)
+        # debug, not info: vc convert's stderr on bad input must stay one error line (vc -v shows it)
+        log.debug("vocoder: mel -> linear by filterbank pseudo-inverse (%s)", reason)
         return None
     net = load_mel2linear(path, audio, map_location=device)
-    log.info("vocoder: mel -> linear by the network in %s", path)
+    log.debug("vocoder: mel -> linear by the network in %s", path)
     return net
 
 
