@@ -107,31 +107,33 @@ def cmd_convert(args) -> None:
 
 
 def cmd_score(args) -> None:
-    from vc.config import load_config
-    from vc.scoring import format_table, resynthesize_folder, score_directories
+    import json
 
-    config = load_config(args.config)
-    progress = not args.no_progress
-    rows = {"model": score_directories(args.converted, args.reference, config.audio.sample_rate, progress)}
-    if args.source:
-        rows["no conversion (source)"] = score_directories(
-            args.source,
-            args.reference,
-            config.audio.sample_rate,
-            progress,
-            only=rows["model"]["per_utterance"],
-        )
-    if not args.no_ceiling:
-        with resynthesize_folder(args.reference, rows["model"]["per_utterance"], config, progress) as folder:
-            rows["Griffin-Lim ceiling"] = score_directories(
-                folder, args.reference, config.audio.sample_rate, progress
-            )
-    table = format_table(rows)
-    print(table)
+    from vc.evaluation.systems import json_ready, score_against_references
+    from vc.fileio import atomic_write_text
+    from vc.scoring import TABLE_COLUMNS, format_table
+
+    result = score_against_references(
+        args.converted,
+        args.reference,
+        source=args.source,
+        config_path=args.config,
+        checkpoint=args.checkpoint,
+        text=args.text,
+        train_list=args.train_list,
+        ceiling=not args.no_ceiling,
+        ceiling_dir=args.ceiling_dir,
+        workers=args.workers,
+        progress=not args.no_progress,
+    )
+    table = format_table(result["rows"])
+    notes = [f"not computed: {line}" for line in result["missing"]]
+    print("\n".join([table, *notes]))
     if args.out:
-        from vc.fileio import atomic_write_text
-
-        atomic_write_text(Path(args.out), table + "\n")
+        atomic_write_text(Path(args.out), "\n".join([table, *notes]) + "\n")
+    if args.json:
+        result["columns"] = [list(column) for column in TABLE_COLUMNS]
+        atomic_write_text(Path(args.json), json.dumps(json_ready(result), indent=1) + "\n")
 
 
 def cmd_vocoder_train(args) -> None:
@@ -242,16 +244,25 @@ def build_parser() -> argparse.ArgumentParser:
     convert.set_defaults(func=cmd_convert)
 
     score = commands.add_parser(
-        "score", help="MCD, F0 RMSE/correlation and duration ratio against references"
+        "score",
+        help="intelligibility, speaker similarity, predicted MOS, MCD and F0 beside floor and ceilings",
     )
     score.add_argument("--converted", required=True, help="folder of converted files (defines the list)")
     score.add_argument("--reference", required=True, help="folder of target-speaker references, same names")
     score.add_argument("--source", help="folder of source files: adds the no-conversion row")
     score.add_argument(
-        "--config", help="YAML config whose audio/vocoder settings make the Griffin-Lim ceiling"
+        "--config", help="YAML config: audio/vocoder settings of the ceiling, data.train_list for centroids"
     )
+    score.add_argument(
+        "--checkpoint", help="conversion checkpoint: its vocoder path makes the ceiling (as vc convert)"
+    )
+    score.add_argument("--text", help="transcripts: utt_id<TAB>text, or an ARCTIC txt.done.data")
+    score.add_argument("--train-list", help="pair list whose source/target files give the speaker centroids")
     score.add_argument("--no-ceiling", action="store_true", help="skip the Griffin-Lim ceiling row")
+    score.add_argument("--ceiling-dir", help="keep the ceiling's resynthesised files in this folder")
     score.add_argument("--out", help="also write the table to this file")
+    score.add_argument("--json", help="write every score (per utterance too) to this JSON file")
+    score.add_argument("--workers", type=_positive_int, default=2, help="scoring processes (default 2)")
     score.add_argument("--no-progress", action="store_true")
     score.set_defaults(func=cmd_score)
 

@@ -1,9 +1,20 @@
-"""`vc score`: objective scores over folders, and the table beside the two references.
+"""`vc score`: what listeners judge and how far the spectra are, over folders, as one table.
 
-The model's row is printed beside the floor (source speaker against the target,
-no conversion) and the Griffin-Lim ceiling: the references through our own
-log-mel + Griffin-Lim path, the best MCD any model can reach with this vocoder.
-The per-utterance analysis and distances live in vc.metrics.
+Each system (a row: the model, the source speaker unconverted, the Griffin-Lim
+ceiling, the natural target...) is a folder of files named by utterance id.
+Every file is scored in a pool of worker processes, one job per file:
+
+* spectral and prosodic distances to the same utterance of the target speaker
+  (MCD, F0 RMSE and correlation, duration ratio; vc.metrics);
+* intelligibility: an offline recogniser's word and character error rates
+  against the transcript (vc.evaluation.recognizer, .transcripts);
+* speaker similarity: cosine of a speaker embedding to the target speaker's
+  and the source speaker's centroids (vc.evaluation.speaker), the centroids
+  embedded from training utterances in the same pool;
+* naturalness: DNSMOS P.835 predicted MOS (vc.evaluation.naturalness).
+
+A metric family whose package is missing is left out, and the result says
+which and how to get it; the other columns are still computed.
 """
 
 from __future__ import annotations
@@ -12,7 +23,9 @@ import contextlib
 import math
 import multiprocessing
 import tempfile
+import warnings
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,18 +34,101 @@ import torch
 from vc.audio import LogMel, read_audio, write_audio
 from vc.config import AudioConfig, Config
 from vc.errors import DataError, VcError
+from vc.evaluation import naturalness, recognizer, speaker
+from vc.evaluation.transcripts import error_counts
 from vc.metrics import score_pair
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
 
 AUDIO_SUFFIXES = (".wav", ".flac")
+# (title, key, format): the table's columns in order; lower is better for mcd,
+# f0_rmse, wer, cer and sim_source, higher for the others.
 TABLE_COLUMNS = (
     ("MCD [dB]", "mcd", "{:.2f}"),
     ("F0 RMSE [Hz]", "f0_rmse", "{:.1f}"),
     ("F0 corr", "f0_corr", "{:.3f}"),
     ("duration ratio", "duration_ratio", "{:.3f}"),
+    ("WER [%]", "wer", "{:.1f}"),
+    ("CER [%]", "cer", "{:.1f}"),
+    ("sim to tgt", "sim_target", "{:.3f}"),
+    ("sim to src", "sim_source", "{:.3f}"),
+    ("closer to tgt [%]", "closer_to_target", "{:.0f}"),
+    ("MOS ovrl", "mos_ovrl", "{:.2f}"),
+    ("MOS sig", "mos_sig", "{:.2f}"),
     ("utterances", "utterances", "{:d}"),
 )
+DISTANCE_KEYS = ("mcd", "f0_rmse", "f0_corr", "duration_ratio")
+FAMILIES = {"intelligibility": recognizer, "similarity": speaker, "naturalness": naturalness}
+# Speaker centroids use at most this many training files per speaker, spread over the list.
+CENTROID_FILES = 50
+
+
+@dataclass
+class System:
+    """A row of the table: a folder of files named <utt id>.wav/.flac."""
+
+    name: str
+    folder: Path
+    distances: bool = True  # MCD/F0/duration against the reference (pointless for the reference itself)
+
+
+@dataclass
+class Job:
+    row: str
+    utt: str
+    path: Path
+    sample_rate: int
+    reference: Path | None = None
+    text: str | None = None
+    families: tuple[str, ...] = ()
+    f0_method: str = "dio"
+
+
+@dataclass
+class _Models:
+    """Per-process evaluation models, loaded on first use."""
+
+    loaded: dict = field(default_factory=dict)
+
+    def get(self, family: str):
+        if family not in self.loaded:
+            self.loaded[family] = {
+                "intelligibility": recognizer.Recognizer,
+                "similarity": speaker.SpeakerEncoder,
+                "naturalness": naturalness.MosPredictor,
+            }[family]()
+        return self.loaded[family]
+
+
+_MODELS = _Models()
+
+
+def _worker_init() -> None:
+    # One process per core: more threads per process only contend. Library
+    # warnings inside workers are not the user's business.
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+
+
+def _run_job(job: Job) -> dict:
+    """Worker: every requested score of one file; errors name the utterance."""
+    config = AudioConfig(sample_rate=job.sample_rate, trim_top_db=0.0)
+    try:
+        wave = read_audio(job.path, config)
+        row: dict = {}
+        if job.reference is not None:
+            row.update(score_pair(wave, read_audio(job.reference, config), job.sample_rate, job.f0_method))
+        if "intelligibility" in job.families and job.text is not None:
+            hypothesis = _MODELS.get("intelligibility")(wave)
+            row.update(error_counts(job.text, hypothesis), hypothesis=hypothesis)
+        if "similarity" in job.families:
+            row["embedding"] = _MODELS.get("similarity")(wave)
+        if "naturalness" in job.families:
+            mos = _MODELS.get("naturalness")(wave)
+            row.update(mos_ovrl=mos["ovrl"], mos_sig=mos["sig"])
+        return row
+    except VcError as exc:
+        raise type(exc)(f"{job.utt} ({job.path}): {exc}") from None
 
 
 def _audio_files(folder: Path, role: str) -> dict[str, Path]:
@@ -67,16 +163,150 @@ def _match_files(converted_dir: Path, reference_dir: Path, only=None) -> list[tu
     return [(utt, converted[utt], references[utt]) for utt in converted]
 
 
-def _score_files(job: tuple[str, Path, Path, int, str]) -> dict:
-    """Worker: read and score one pair; errors name the utterance."""
-    utt, converted_path, reference_path, sample_rate, f0_method = job
-    config = AudioConfig(sample_rate=sample_rate, trim_top_db=0.0)
-    try:
-        converted = read_audio(converted_path, config)
-        reference = read_audio(reference_path, config)
-        return score_pair(converted, reference, sample_rate, f0_method)
-    except VcError as exc:
-        raise type(exc)(f"{utt}: {exc}") from None
+def available_families(wanted: Iterable[str] = FAMILIES) -> tuple[list[str], list[str]]:
+    """(families that can run here, one line for each that cannot)."""
+    ready, missing = [], []
+    for family in wanted:
+        reason = FAMILIES[family].unavailable()
+        (missing if reason else ready).append(reason or family)
+    return ready, missing
+
+
+def _spread(paths: list[Path], count: int) -> list[Path]:
+    """At most ``count`` paths evenly spread over the (sorted) list."""
+    if len(paths) <= count:
+        return list(paths)
+    return [paths[int(k * len(paths) / count)] for k in range(count)]
+
+
+def _run_pool(jobs: list[Job], workers: int, progress: bool) -> list[dict]:
+    workers = max(1, min(workers, len(jobs)))
+    rows = []
+    with show_progress(total=len(jobs), desc="scoring", unit="file", disable=not progress) as bar:
+        if workers == 1:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for job in jobs:
+                    rows.append(_run_job(job))
+                    bar.update(1)
+            return rows
+        pool = multiprocessing.get_context().Pool(workers, initializer=_worker_init)
+        try:
+            for row in pool.imap(_run_job, jobs):  # keeps the order of jobs
+                rows.append(row)
+                bar.update(1)
+        finally:
+            pool.terminate()
+            pool.join()
+    return rows
+
+
+def score_systems(
+    systems: list[System],
+    reference_dir: str | Path,
+    *,
+    sample_rate: int = 16000,
+    transcripts: dict[str, str] | None = None,
+    speakers: dict[str, list[Path]] | None = None,
+    families: Iterable[str] = FAMILIES,
+    workers: int = 2,
+    progress: bool = True,
+    f0_method: str = "dio",
+) -> dict:
+    """Score every system's files for the utterances of the first system.
+
+    ``transcripts`` (utt -> text) enables WER/CER; ``speakers`` ({"target": [...],
+    "source": [...]}, training files) enables speaker similarity; both also need
+    their packages, as does the predicted MOS. Returns {"rows": {name: means and
+    "per_utterance"}, "missing": [why a family is absent], "files": {utt: {row:
+    path}}, "transcripts": {utt: text}} (see ``summarize`` for the row keys).
+    """
+    reference_dir = Path(reference_dir)
+    ready, missing = available_families(families)
+    if "intelligibility" in ready and not transcripts:
+        ready.remove("intelligibility")
+        missing.append("WER/CER: no transcripts (ARCTIC etc/txt.done.data beside the references, or --text)")
+    if "similarity" in ready and not (speakers and speakers.get("target")):
+        ready.remove("similarity")
+        missing.append("speaker similarity: no training files for the speaker centroids (--train-list)")
+    first = _match_files(systems[0].folder, reference_dir)
+    utts = [utt for utt, _, _ in first]
+    references = {utt: ref for utt, _, ref in first}
+    jobs, files = [], {utt: {} for utt in utts}
+    for system in systems:
+        found = _audio_files(system.folder, system.name)
+        absent = [utt for utt in utts if utt not in found]
+        if absent:
+            raise DataError(f"{system.name}: no file for {absent[0]} in {system.folder}")
+        for utt in utts:
+            files[utt][system.name] = str(found[utt])
+            jobs.append(
+                Job(
+                    system.name,
+                    utt,
+                    found[utt],
+                    sample_rate,
+                    reference=references[utt] if system.distances else None,
+                    text=(transcripts or {}).get(utt),
+                    families=tuple(ready),
+                    f0_method=f0_method,
+                )
+            )
+    if "similarity" in ready:
+        for role, paths in speakers.items():
+            for path in _spread(sorted(paths), CENTROID_FILES):
+                jobs.append(Job(f"centroid:{role}", path.stem, path, sample_rate, families=("similarity",)))
+    results = _run_pool(jobs, workers, progress)
+    centroids = _centroids(jobs, results)
+    rows = {}
+    for system in systems:
+        per_utt = {job.utt: res for job, res in zip(jobs, results, strict=True) if job.row == system.name}
+        rows[system.name] = summarize(per_utt, centroids)
+    used = {utt: transcripts[utt] for utt in utts if utt in (transcripts or {})}
+    return {"rows": rows, "missing": missing, "files": files, "transcripts": used}
+
+
+def _centroids(jobs: list[Job], results: list[dict]) -> dict[str, np.ndarray]:
+    embeddings: dict[str, list[np.ndarray]] = {}
+    for job, result in zip(jobs, results, strict=True):
+        if job.row.startswith("centroid:"):
+            embeddings.setdefault(job.row.split(":", 1)[1], []).append(result["embedding"])
+    return {role: speaker.centroid(found) for role, found in embeddings.items()}
+
+
+def summarize(per_utt: dict[str, dict], centroids: dict[str, np.ndarray]) -> dict:
+    """Means over utterances (NaNs skipped); error rates pooled over words and characters.
+
+    Keys: mcd, f0_rmse, f0_corr, duration_ratio, wer and cer [%], sim_target,
+    sim_source, closer_to_target [% of files], mos_ovrl, mos_sig, utterances,
+    per_utterance (the same per file, with the recognised text as hypothesis).
+    """
+    for row in per_utt.values():
+        embedding = row.pop("embedding", None)
+        if embedding is not None:
+            for role, key in (("target", "sim_target"), ("source", "sim_source")):
+                if role in centroids:
+                    row[key] = speaker.cosine(embedding, centroids[role])
+        if "words" in row:
+            row["wer"] = 100.0 * row["word_edits"] / max(row["words"], 1)
+            row["cer"] = 100.0 * row["char_edits"] / max(row["chars"], 1)
+    rows = list(per_utt.values())
+    summary: dict = {"utterances": len(rows)}
+    for key in (*DISTANCE_KEYS, "sim_target", "sim_source", "mos_ovrl", "mos_sig"):
+        if any(key in row for row in rows):
+            summary[key] = _mean([row.get(key, math.nan) for row in rows])
+    if any("words" in row for row in rows):
+        summary["wer"] = _pooled(rows, "word_edits", "words")
+        summary["cer"] = _pooled(rows, "char_edits", "chars")
+    if rows and all("sim_target" in row and "sim_source" in row for row in rows):
+        summary["closer_to_target"] = 100.0 * np.mean([r["sim_target"] > r["sim_source"] for r in rows])
+    summary["per_utterance"] = per_utt
+    return summary
+
+
+def _pooled(rows: list[dict], edits: str, total: str) -> float:
+    count = sum(row.get(total, 0) for row in rows)
+    return 100.0 * sum(row.get(edits, 0) for row in rows) / count if count else math.nan
 
 
 def _mean(values: list[float]) -> float:
@@ -93,52 +323,32 @@ def score_directories(
     f0_method: str = "dio",
     only=None,
 ) -> dict:
-    """Score every .wav/.flac of ``converted_dir`` (or those whose id is in ``only``)
-    against the same stem in ``reference_dir``.
+    """MCD, F0 and duration of every .wav/.flac of ``converted_dir`` (or those whose
+    id is in ``only``) against the same stem in ``reference_dir``.
 
-    Files are resampled to ``sample_rate`` when needed. Returns the means over
-    utterances of mcd, f0_rmse, f0_corr and duration_ratio (NaNs skipped),
-    ``utterances`` (count) and ``per_utterance`` {utt id: score_pair dict}.
+    Returns the means over utterances of mcd, f0_rmse, f0_corr and
+    duration_ratio (NaNs skipped), ``utterances`` and ``per_utterance``.
     Raises DataError for a missing folder, an empty converted folder or a
-    converted file without reference. ``workers`` > 1 analyses in parallel.
+    converted file without reference.
     """
     pairs = _match_files(Path(converted_dir), Path(reference_dir), only)
-    jobs = [(utt, conv, ref, sample_rate, f0_method) for utt, conv, ref in pairs]
-    workers = max(1, min(workers, len(jobs)))
-    rows = []
-    with show_progress(total=len(jobs), desc="scoring", unit="utt", disable=not progress) as bar:
-        if workers == 1:
-            results = map(_score_files, jobs)
-            pool = None
-        else:
-            pool = multiprocessing.get_context().Pool(workers)
-            results = pool.imap(_score_files, jobs)  # keeps the order of jobs
-        try:
-            for row in results:
-                rows.append(row)
-                bar.update(1)
-        finally:
-            if pool is not None:
-                pool.terminate()
-                pool.join()
-    per_utterance = {job[0]: row for job, row in zip(jobs, rows, strict=True)}
-    summary = {
-        key: _mean([row[key] for row in rows]) for key in ("mcd", "f0_rmse", "f0_corr", "duration_ratio")
-    }
-    return {**summary, "utterances": len(rows), "per_utterance": per_utterance}
+    jobs = [
+        Job("converted", utt, conv, sample_rate, reference=ref, f0_method=f0_method)
+        for utt, conv, ref in pairs
+    ]
+    results = _run_pool(jobs, workers, progress)
+    return summarize({job.utt: row for job, row in zip(jobs, results, strict=True)}, {})
 
 
 def format_table(rows: dict[str, dict]) -> str:
-    """Plain-text table, one line per system (e.g. "model", "no conversion (source)",
-    "Griffin-Lim ceiling (reference resynthesised)"), from ``score_directories`` results.
+    """Plain-text table, one line per system, one column per metric that any row has.
 
-    Columns: MCD [dB], F0 RMSE [Hz], F0 corr, duration ratio, utterances; a
-    missing or NaN value prints as "-".
+    A missing or NaN value prints as "-".
     """
-    header = ["system"] + [title for title, _, _ in TABLE_COLUMNS]
+    columns = [c for c in TABLE_COLUMNS if any(c[1] in scores for scores in rows.values())]
+    header = ["system"] + [title for title, _, _ in columns]
     body = [
-        [name] + [_cell(scores.get(key), fmt) for _, key, fmt in TABLE_COLUMNS]
-        for name, scores in rows.items()
+        [name] + [_cell(scores.get(key), fmt) for _, key, fmt in columns] for name, scores in rows.items()
     ]
     widths = [max(len(line[col]) for line in [header, *body]) for col in range(len(header))]
 
@@ -160,14 +370,29 @@ def _cell(value, fmt: str) -> str:
 
 @contextlib.contextmanager
 def resynthesize_folder(
-    reference_dir: str | Path, utt_ids: Iterable[str], config: Config, progress: bool = True
+    reference_dir: str | Path,
+    utt_ids: Iterable[str],
+    config: Config,
+    progress: bool = True,
+    out_dir: str | Path | None = None,
+    vocoder: GriffinLimVocoder | None = None,
 ) -> Iterator[Path]:
-    """Yield a temporary folder holding <utt>.wav = Griffin-Lim(log-mel(reference <utt>))."""
+    """Yield a folder holding <utt>.wav = vocoder(log-mel(reference <utt>)).
+
+    The folder is ``out_dir`` when given (kept, e.g. for the listening report),
+    else a temporary one. ``vocoder`` defaults to the pseudo-inverse Griffin-Lim
+    path of the config; pass the one `vc convert` uses so the ceiling moves with it.
+    """
     references = _audio_files(Path(reference_dir), "reference")
     features = LogMel(config.audio)
-    vocoder = GriffinLimVocoder(config.audio, config.vocoder)
+    vocoder = vocoder or GriffinLimVocoder(config.audio, config.vocoder)
     generator = torch.Generator().manual_seed(0)
-    with tempfile.TemporaryDirectory(prefix="vc-ceiling-") as folder:
+    with contextlib.ExitStack() as stack:
+        if out_dir is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vc-ceiling-")))
+        else:
+            folder = Path(out_dir)
+            folder.mkdir(parents=True, exist_ok=True)
         for utt in show_progress(
             sorted(utt_ids), desc="Griffin-Lim ceiling", unit="utt", disable=not progress
         ):
@@ -175,7 +400,5 @@ def resynthesize_folder(
             with torch.no_grad():
                 mel, mel_lens = features(wave)
                 out, out_lens = vocoder(mel, mel_lens, generator=generator)
-            write_audio(
-                Path(folder) / f"{utt}.wav", out[0, : int(out_lens[0])].numpy(), config.audio.sample_rate
-            )
-        yield Path(folder)
+            write_audio(folder / f"{utt}.wav", out[0, : int(out_lens[0])].numpy(), config.audio.sample_rate)
+        yield folder

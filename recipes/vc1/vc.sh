@@ -4,15 +4,19 @@
 #   1 features     log-mels of the train and dev lists, cached in the experiment folder
 #   2 statistics   per-speaker mean/variance from the training set -> stats.json
 #   3 train        vc train (TensorBoard in EXP/tensorboard)
-#   4 convert      the eval set's source utterances -> EXP/converted/eval/*.wav
-#   5 score        MCD / F0 / duration table beside the no-conversion floor and Griffin-Lim ceiling
+#   4 vocoder      mel -> linear magnitude network for Griffin-Lim, on the target's training recordings
+#                  and the trained model's teacher-forced mels -> EXP/checkpoints/mel2linear.pt
+#   5 convert      the eval set's source utterances -> EXP/converted/eval/*.wav
+#   6 score        MCD / F0 / WER / speaker similarity / predicted MOS beside the no-conversion floor,
+#                  the Griffin-Lim ceilings and the natural target -> EXP/scores.{txt,json}
+#   7 report       static HTML listening report -> EXP/report/index.html
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 # Trailing key=value arguments override the training config (e.g. train.max_minutes=5).
 set -euo pipefail
 
 stage=0
-stop_stage=5
+stop_stage=7
 db_root=""
 src=bdl
 tgt=slt
@@ -73,15 +77,32 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         touch "$exp/.train_done"
     fi
 fi
+# The network is trained after the model so it can learn to undo the model's own blur; delete the file to
+# train it again.
 if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
+    if [ -f "$exp/checkpoints/mel2linear.pt" ]; then
+        echo "=== stage 4: vocoder: already done ($exp/checkpoints/mel2linear.pt); delete it to train again"
+    else
+        run_stage 4 "vocoder" vc vocoder-train "$data/train.tsv" --config "$exp/config.yaml" \
+            --checkpoint "$exp/checkpoints/best.pt" --out "$exp/checkpoints/mel2linear.pt" --max-minutes 8
+    fi
+fi
+if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
     mapfile -t sources < <(cut -f 2 "$data/eval.tsv")
     rm -rf "$exp/converted/eval"  # no stale files from an earlier run may be scored
-    run_stage 4 "convert eval" vc convert --checkpoint "$exp/checkpoints/best.pt" --out-dir "$exp/converted/eval" \
+    run_stage 5 "convert eval" vc convert --checkpoint "$exp/checkpoints/best.pt" --out-dir "$exp/converted/eval" \
         --save-alignment png "${sources[@]}"
 fi
-run_stage 5 "score" vc score --converted "$exp/converted/eval" --reference "$(eval_folder 3)" \
-    --source "$(eval_folder 2)" --config "$exp/config.yaml" --out "$exp/scores.txt"
+if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
+    rm -rf "$exp/converted/ceiling"
+    run_stage 6 "score" vc score --converted "$exp/converted/eval" --reference "$(eval_folder 3)" \
+        --source "$(eval_folder 2)" --config "$exp/config.yaml" --checkpoint "$exp/checkpoints/best.pt" \
+        --train-list "$data/train.tsv" --ceiling-dir "$exp/converted/ceiling" \
+        --out "$exp/scores.txt" --json "$exp/scores.json"
+fi
+run_stage 7 "report" vc report "$exp" --scores "$exp/scores.json"
 
 echo "checkpoint:  $exp/checkpoints/best.pt"
 echo "converted:   $exp/converted/eval"
+echo "report:      $exp/report/index.html"
 echo "tensorboard: tensorboard --logdir $exp/tensorboard"

@@ -1,0 +1,246 @@
+"""Listener proxies of `vc score`: transcripts and edit distances, the recogniser, the speaker
+encoder, the MOS predictor, and the rows they fill (issue 8, item 1)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from tests.conftest import arctic_file
+from vc.errors import DataError
+from vc.evaluation import optional
+from vc.evaluation.systems import json_ready
+from vc.evaluation.transcripts import (
+    edit_distance,
+    error_counts,
+    find_transcripts,
+    normalize_text,
+    read_transcripts,
+)
+from vc.scoring import System, format_table, score_systems
+
+SR = 16000
+
+
+def needs(*modules: str) -> None:
+    """Skip where an eval package is absent, except under CI (`.ci/run` installs vc[eval])."""
+    absent = optional.missing(*modules)
+    if absent and os.environ.get("CI"):
+        pytest.fail(f"CI must install vc[eval]; missing {absent}")
+    if absent:
+        pytest.skip(f"not installed: {absent}")
+
+
+def read16k(path) -> np.ndarray:
+    wave, sr = sf.read(path, dtype="float32")
+    assert sr == SR
+    return wave
+
+
+# --- text ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Author of the danger trail, Philip Steels, etc.", "author of the danger trail philip steels etc"),
+        ("Twenty-five  men/women", "twenty five men women"),
+        ("Don't say 'no' \u2014 ever!", "don't say no ever"),
+        ("He\u2019s HERE", "he's here"),
+        ("", ""),
+    ],
+)
+def test_normalize_text(text, expected):
+    assert normalize_text(text) == expected
+
+
+def test_edit_distance_known_cases():
+    assert edit_distance("kitten", "sitting") == 3
+    assert edit_distance(["a", "b", "c"], ["a", "x", "c", "d"]) == 2  # one substitution, one insertion
+    assert edit_distance([], ["a", "b"]) == 2
+    assert edit_distance(["a", "b"], []) == 2
+
+
+def test_error_counts_normalise_both_sides():
+    counts = error_counts("The cat, sat.", "the cat sat on")
+    assert counts == {"word_edits": 1, "words": 3, "char_edits": 2, "chars": 9}
+    assert error_counts("Twenty-five!", "twenty five")["word_edits"] == 0
+
+
+def test_read_transcripts_arctic_and_tsv(tmp_path):
+    festival = tmp_path / "txt.done.data"
+    festival.write_text('( arctic_a0001 "Author of the danger trail, Philip Steels, etc." )\n\n')
+    assert read_transcripts(festival) == {"arctic_a0001": "Author of the danger trail, Philip Steels, etc."}
+    tsv = tmp_path / "text.tsv"
+    tsv.write_text("u1\tHello there\nu2\tA\tb\n")
+    assert read_transcripts(tsv) == {"u1": "Hello there", "u2": "A\tb"}
+    bad = tmp_path / "bad.txt"
+    bad.write_text("u1\tfine\nno tab here\n")
+    with pytest.raises(DataError, match=r"bad.txt:2: expected"):
+        read_transcripts(bad)
+    (tmp_path / "empty.txt").write_text("\n")
+    with pytest.raises(DataError, match="no transcripts"):
+        read_transcripts(tmp_path / "empty.txt")
+
+
+def test_find_transcripts_beside_an_arctic_wav_folder(tmp_path):
+    wav = tmp_path / "cmu_us_slt_arctic" / "wav"
+    wav.mkdir(parents=True)
+    assert find_transcripts(wav) is None
+    (tmp_path / "cmu_us_slt_arctic" / "etc").mkdir()
+    (tmp_path / "cmu_us_slt_arctic" / "etc" / "txt.done.data").write_text('( a "b" )\n')
+    assert find_transcripts(wav) == tmp_path / "cmu_us_slt_arctic" / "etc" / "txt.done.data"
+
+
+def test_json_ready_gives_strict_json():
+    value = {"a": np.float32(1.5), "b": math.nan, "c": [np.int64(3), math.inf], 4: None, "d": True}
+    ready = json_ready(value)
+    assert ready == {"a": 1.5, "b": None, "c": [3, None], "4": None, "d": True}
+    assert isinstance(ready["c"][0], int)
+    json.dumps(ready, allow_nan=False)
+
+
+# --- the models ------------------------------------------------------------------------------------
+
+
+def test_recognizer_reads_natural_speech():
+    needs("pocketsphinx")
+    from vc.evaluation.recognizer import Recognizer
+
+    texts = read_transcripts(arctic_file("slt", "arctic_a0001").parents[1] / "etc" / "txt.done.data")
+    recognizer = Recognizer()
+    edits = words = 0
+    for utt in ("arctic_a0001", "arctic_a0002", "arctic_a0003"):
+        counts = error_counts(texts[utt], recognizer(read16k(arctic_file("slt", utt))))
+        edits, words = edits + counts["word_edits"], words + counts["words"]
+    assert edits / words < 0.5
+    assert len(recognizer(np.zeros(SR, dtype=np.float32)).split()) <= 1  # silence: a filler at most
+
+
+def test_recognizer_result_does_not_depend_on_earlier_utterances():
+    needs("pocketsphinx")
+    from vc.evaluation.recognizer import Recognizer
+
+    probe = read16k(arctic_file("bdl", "arctic_b0444"))
+    alone = Recognizer()(probe)
+    used = Recognizer()
+    for utt in ("arctic_b0440", "arctic_b0441", "arctic_b0442", "arctic_b0443"):
+        used(read16k(arctic_file("slt", utt)))
+    assert used(probe) == alone
+
+
+def test_speaker_encoder_self_vs_other():
+    needs("resemblyzer", "webrtcvad")
+    from vc.evaluation.speaker import SpeakerEncoder, centroid, cosine
+
+    encoder = SpeakerEncoder()
+    probe = encoder(read16k(arctic_file("slt", "arctic_a0010")))
+    assert cosine(probe, probe) == pytest.approx(1.0, abs=1e-6)
+    assert np.linalg.norm(probe) == pytest.approx(1.0, abs=1e-4)
+    slt = centroid([encoder(read16k(arctic_file("slt", f"arctic_a000{k}"))) for k in (1, 2, 3)])
+    bdl = centroid([encoder(read16k(arctic_file("bdl", f"arctic_a000{k}"))) for k in (1, 2, 3)])
+    assert cosine(probe, slt) > cosine(probe, bdl) + 0.1
+
+
+def test_mos_predictor_prefers_clean_speech():
+    needs("speechmos", "onnxruntime")
+    from vc.evaluation.naturalness import MosPredictor
+
+    predictor = MosPredictor()
+    clean = read16k(arctic_file("slt", "arctic_a0001"))
+    noisy = clean + np.random.default_rng(0).normal(0, 0.05, clean.shape).astype(np.float32)
+    clean_mos, noisy_mos = predictor(clean), predictor(noisy)
+    assert set(clean_mos) >= {"ovrl", "sig", "bak"}
+    assert 1.0 <= noisy_mos["ovrl"] < clean_mos["ovrl"] - 0.5 <= 5.0
+    # Longer than one 9 s window: windows are averaged, the result stays on the same scale.
+    long = predictor(np.concatenate([clean] * 4))
+    assert abs(long["ovrl"] - clean_mos["ovrl"]) < 0.5
+
+
+# --- the rows ------------------------------------------------------------------------------------
+
+
+def _copy_utts(tmp_path, name, speaker, utts):
+    folder = tmp_path / name
+    folder.mkdir()
+    for utt in utts:
+        shutil.copy(arctic_file(speaker, utt), folder / f"{utt}.flac")
+    return folder
+
+
+def test_a_file_scored_against_itself_is_perfect_on_distances(tmp_path):
+    needs("pocketsphinx", "resemblyzer", "webrtcvad", "speechmos", "onnxruntime")
+    utts = ["arctic_b0440", "arctic_b0441"]
+    reference = _copy_utts(tmp_path, "slt", "slt", utts)
+    source = _copy_utts(tmp_path, "bdl", "bdl", utts)
+    texts = read_transcripts(arctic_file("slt", utts[0]).parents[1] / "etc" / "txt.done.data")
+    train = [f"arctic_a000{k}" for k in (1, 2, 3)]
+    speakers = {
+        "target": [arctic_file("slt", utt) for utt in train],
+        "source": [arctic_file("bdl", utt) for utt in train],
+    }
+    result = score_systems(
+        [System("model", reference), System("no conversion (source)", source)],
+        reference,
+        transcripts=texts,
+        speakers=speakers,
+        workers=1,
+        progress=False,
+    )
+    assert result["missing"] == []
+    itself, src = result["rows"]["model"], result["rows"]["no conversion (source)"]
+    assert itself["mcd"] == pytest.approx(0.0, abs=1e-6)
+    assert itself["duration_ratio"] == pytest.approx(1.0)
+    assert itself["sim_target"] > itself["sim_source"] and itself["closer_to_target"] == 100.0
+    assert src["sim_source"] > src["sim_target"] and src["closer_to_target"] == 0.0
+    assert src["mcd"] > 5.0
+    for row in (itself, src):
+        assert 0.0 <= row["wer"] <= 100.0 and 0.0 <= row["cer"] <= 100.0
+        assert 1.0 <= row["mos_ovrl"] <= 5.0
+        assert set(row["per_utterance"]) == set(utts)
+        assert "hypothesis" in row["per_utterance"][utts[0]]
+    assert result["files"][utts[0]]["model"].endswith(f"{utts[0]}.flac")
+    assert set(result["transcripts"]) == set(utts)
+    table = format_table(result["rows"])
+    for column in ("WER [%]", "sim to tgt", "MOS ovrl"):
+        assert column in table
+
+
+def test_missing_packages_leave_distances_and_say_how_to_install(tmp_path, monkeypatch):
+    from vc.evaluation import naturalness, recognizer, speaker
+
+    for module in (recognizer, speaker, naturalness):
+        monkeypatch.setattr(module, "missing", lambda *names: list(names))
+    reference = _copy_utts(tmp_path, "slt", "slt", ["arctic_b0440"])
+    result = score_systems(
+        [System("model", reference)],
+        reference,
+        transcripts={"arctic_b0440": "x"},
+        speakers={"target": [reference / "arctic_b0440.flac"]},
+        workers=1,
+        progress=False,
+    )
+    assert len(result["missing"]) == 3
+    assert all("pip install 'vc[eval]'" in line for line in result["missing"])
+    row = result["rows"]["model"]
+    assert "mcd" in row and not {"wer", "sim_target", "mos_ovrl"} & set(row)
+    assert "WER" not in format_table(result["rows"])
+
+
+def test_no_transcripts_or_training_files_say_so(tmp_path):
+    reference = _copy_utts(tmp_path, "slt", "slt", ["arctic_b0440"])
+    result = score_systems(
+        [System("model", reference)],
+        reference,
+        families=("intelligibility", "similarity"),
+        workers=1,
+        progress=False,
+    )
+    assert any("no transcripts" in line for line in result["missing"])
+    assert any("--train-list" in line for line in result["missing"])

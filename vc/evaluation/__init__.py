@@ -1,0 +1,15 @@
+"""What listeners judge, measured by offline models (Voice Conversion Challenge practice).
+
+One module per metric family; each imports its optional dependencies lazily,
+so `vc score` works without them and says which columns are missing:
+
+* ``transcripts``  transcripts (CMU ARCTIC ``etc/txt.done.data`` or ``utt<TAB>text``),
+                   text normalisation and word/character edit distances;
+* ``recognizer``   intelligibility: an offline recognizer (pocketsphinx 5, its bundled en-us model);
+* ``speaker``      speaker similarity: resemblyzer's d-vector encoder, cosine to speaker centroids;
+* ``naturalness``  predicted MOS: DNSMOS P.835 (the ONNX model shipped in ``speechmos``);
+* ``optional``     importing those packages quietly, and saying how to get them.
+
+Spectral and prosodic distances (MCD, F0) live in vc.metrics; folders and
+tables in vc.scoring.
+"""

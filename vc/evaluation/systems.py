@@ -1,0 +1,118 @@
+"""The rows `vc score` prints, and where each row's files come from.
+
+model                   the converted folder;
+no conversion (source)  the source speaker's recordings (the floor);
+Griffin-Lim ceiling     the target's recordings through the log-mel + vocoder
+                        path `vc convert` uses (the best this vocoder allows);
+natural target          the target's recordings themselves.
+
+Each row gets every metric, so each number has its floor and ceilings beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import re
+from pathlib import Path
+
+from vc.config import Config, load_config
+from vc.data import read_pair_list
+from vc.errors import DataError
+from vc.evaluation.transcripts import find_transcripts, read_transcripts
+from vc.scoring import System, _audio_files, resynthesize_folder, score_systems
+from vc.vocoder import GriffinLimVocoder
+
+log = logging.getLogger(__name__)
+
+MODEL, SOURCE, CEILING, NATURAL = "model", "no conversion (source)", "Griffin-Lim ceiling", "natural target"
+
+
+def _speaker_files(train_list: str | Path | None) -> dict[str, list[Path]] | None:
+    if not train_list:
+        return None
+    pairs = read_pair_list(train_list)
+    return {"target": [p.target for p in pairs], "source": [p.source for p in pairs]}
+
+
+def ceiling_vocoders(config: Config, checkpoint: str | Path | None) -> dict[str, GriffinLimVocoder]:
+    """Row name -> vocoder for the Griffin-Lim ceiling rows.
+
+    The first row uses the path `vc convert` uses with ``checkpoint`` (the
+    mel -> linear network beside it when there is one), so the ceiling moves
+    with the vocoder; with a network, a second row keeps the pseudo-inverse
+    path so the network's gain stays visible.
+    """
+    from vc.mel2linear import build_vocoder, find_mel2linear
+
+    rows = {CEILING: build_vocoder(config, checkpoint)}
+    if find_mel2linear(checkpoint) is not None:
+        rows[f"{CEILING} (pseudo-inverse)"] = build_vocoder(config, checkpoint, vocoder_net=False)
+    return rows
+
+
+def score_against_references(
+    converted: str | Path,
+    reference: str | Path,
+    *,
+    source: str | Path | None = None,
+    config_path: str | Path | None = None,
+    checkpoint: str | Path | None = None,
+    text: str | Path | None = None,
+    train_list: str | Path | None = None,
+    ceiling: bool = True,
+    ceiling_dir: str | Path | None = None,
+    workers: int = 2,
+    progress: bool = True,
+) -> dict:
+    """Score the model beside the floor, the ceilings and the natural target (see score_systems)."""
+    config = load_config(config_path) if config_path else Config()
+    text = text or find_transcripts(reference)
+    transcripts = read_transcripts(text) if text else None
+    if train_list is None and config.data.train_list and Path(config.data.train_list).is_file():
+        train_list = config.data.train_list
+    utts = sorted(_audio_files(Path(converted), "converted"))
+    if not utts:
+        raise DataError(f"no .wav or .flac files in {converted}")
+    systems = [System(MODEL, Path(converted))]
+    if source:
+        systems.append(System(SOURCE, Path(source)))
+    with contextlib.ExitStack() as stack:
+        if ceiling:
+            for name, vocoder in ceiling_vocoders(config, checkpoint).items():
+                out_dir = None
+                if ceiling_dir:
+                    out_dir = Path(ceiling_dir) / re.sub(r"[^a-z0-9-]+", "_", name.lower()).strip("_")
+                folder = stack.enter_context(
+                    resynthesize_folder(reference, utts, config, progress, out_dir=out_dir, vocoder=vocoder)
+                )
+                systems.append(System(name, folder))
+        systems.append(System(NATURAL, Path(reference), distances=False))
+        result = score_systems(
+            systems,
+            reference,
+            sample_rate=config.audio.sample_rate,
+            transcripts=transcripts,
+            speakers=_speaker_files(train_list),
+            workers=workers,
+            progress=progress,
+        )
+    result["config"] = str(config_path) if config_path else None
+    return result
+
+
+def json_ready(value):
+    """Plain JSON types: numpy scalars become floats/ints, NaN and inf become null (strict JSON)."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    if isinstance(value, str | bool | None):
+        return value
+    if isinstance(value, int):
+        return value
+    number = float(value)
+    if number.is_integer() and not isinstance(value, float) and "int" in type(value).__name__:
+        return int(number)
+    return number if math.isfinite(number) else None
