@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -29,6 +30,8 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         str(tmp_path),
         "--data_prep_args",
         "--limit 3",
+        "--vocoder_minutes",
+        "0.2",
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -40,12 +43,21 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert (exp / "alignments" / "arctic_b0340_evolution.png").is_file()
     converted = sorted(p.name for p in (exp / "converted" / "eval").glob("*.wav"))
     assert converted == ["arctic_b0440.wav", "arctic_b0441.wav", "arctic_b0442.wav"]
+    assert (exp / "checkpoints" / "mel2linear.pt").is_file()
     scores = (exp / "scores.txt").read_text()
-    assert "model" in scores and "no conversion" in scores and "Griffin-Lim ceiling" in scores
-    for n in range(6):
+    for row in ("model", "no conversion", "Griffin-Lim ceiling", "(pseudo-inverse)", "natural target"):
+        assert row in scores
+    rows = json.loads((exp / "scores.json").read_text())["rows"]
+    assert rows["model"]["utterances"] == 3
+    assert (
+        sorted(p.name for p in (exp / "converted" / "ceiling" / "griffin-lim_ceiling").iterdir()) == converted
+    )
+    assert (exp / "report" / "index.html").is_file()
+    for n in range(8):
         assert (exp / "logs" / f"stage{n}.log").is_file()
-    last = done.stdout.strip().splitlines()[-3:]
-    assert last[0].startswith("checkpoint:") and last[1].startswith("converted:") and "tensorboard" in last[2]
+    last = done.stdout.strip().splitlines()[-4:]
+    assert last[0].startswith("checkpoint:") and last[1].startswith("converted:")
+    assert last[2] == f"report:      {exp}/report/index.html" and "tensorboard" in last[3]
     # idempotent: running again skips training and rewrites the same outputs
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "already done" in again.stdout

@@ -12,6 +12,7 @@
 #   7 report       static HTML listening report -> EXP/report/index.html
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
+#          --vocoder_minutes N (stage 4's time limit; default 8)
 # Trailing key=value arguments override the training config (e.g. train.max_minutes=5).
 set -euo pipefail
 
@@ -24,11 +25,12 @@ conf=conf/default.yaml
 tag=""
 work=.
 data_prep_args=""
+vocoder_minutes=8
 
 overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--work|--data_prep_args)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--work|--data_prep_args|--vocoder_minutes)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -84,7 +86,7 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
         echo "=== stage 4: vocoder: already done ($exp/checkpoints/mel2linear.pt); delete it to train again"
     else
         run_stage 4 "vocoder" vc vocoder-train "$data/train.tsv" --config "$exp/config.yaml" \
-            --checkpoint "$exp/checkpoints/best.pt" --out "$exp/checkpoints/mel2linear.pt" --max-minutes 8
+            --checkpoint "$exp/checkpoints/best.pt" --out "$exp/checkpoints/mel2linear.pt" --max-minutes "$vocoder_minutes"
     fi
 fi
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
