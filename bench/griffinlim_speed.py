@@ -25,6 +25,7 @@ import librosa
 import numpy as np
 import torch
 from benchlib import Setup, list_pairs, read_waves
+from report import matched_quality_lines
 
 from vc.audio import LogMel
 from vc.config import load_config
@@ -247,7 +248,12 @@ def matched_quality(mags, audio, librosa_rows: dict, repeats: int) -> dict:
     """Iterations and time for ours to reach librosa-32's spectral convergence (batch 1 and 8)."""
     target = librosa_rows["1"]["spectral_convergence"]
     variants = {"fast Griffin-Lim": {}, "accelerated": ACCELERATED}
-    result = {"librosa_n_iter": N_ITER, "librosa_spectral_convergence": target, "tolerance": SC_TOLERANCE}
+    result = {
+        "librosa_n_iter": N_ITER,
+        "librosa_spectral_convergence": target,
+        "tolerance": SC_TOLERANCE,
+        "max_iter": MAX_ITER,
+    }
     for name, accelerated in variants.items():
         n_iter, sc = iterations_to_reach(target, mags, audio, **accelerated)
         entry = {"parameters": accelerated, "n_iter": n_iter, "spectral_convergence": sc}
@@ -269,29 +275,6 @@ def matched_quality(mags, audio, librosa_rows: dict, repeats: int) -> dict:
                 }
         result[name] = entry
     return result
-
-
-def matched_quality_lines(matched: dict) -> list[str]:
-    """A few lines for the console (bench/report.py prints the main table)."""
-    lines = [
-        f"Griffin-Lim at matched quality: librosa {matched['librosa_n_iter']} iterations reach mean SC "
-        f"{matched['librosa_spectral_convergence']:.4f}; ours needs (within {100 * matched['tolerance']:g} %):"
-    ]
-    for name in ("fast Griffin-Lim", "accelerated"):
-        entry = matched[name]
-        if entry["n_iter"] is None:
-            lines.append(f"  {name} {entry['parameters']}: not reached in {MAX_ITER} iterations")
-            continue
-        timings = ", ".join(
-            f"batch {b}: {entry[b]['ms_per_utterance']:.1f} vs {entry[b]['librosa_ms_per_utterance']:.1f} "
-            f"ms/utt = {entry[b]['speedup']:.2f}x (minima {entry[b]['speedup_of_minima']:.2f}x)"
-            for b in ("1", "8")
-        )
-        lines.append(
-            f"  {name} {entry['parameters']}: {entry['n_iter']} iterations, SC "
-            f"{entry['spectral_convergence']:.4f}; {timings}"
-        )
-    return lines
 
 
 def measure_griffinlim(setup: Setup) -> dict:

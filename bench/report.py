@@ -180,6 +180,33 @@ def griffinlim_lines(gl: dict, load: dict) -> list[str]:
     for batch in gl["rows"]:
         c = gl_comparison(gl["rows"][batch])
         lines.append(f"   batch {batch}: ours is {c['speedup']:.2f}x faster than {c['librosa']['method']}")
+    if "matched_quality" in gl:
+        lines += ["", *matched_quality_lines(gl["matched_quality"])]
+    return lines
+
+
+def matched_quality_lines(matched: dict) -> list[str]:
+    """Iterations and time for ours to reach librosa's spectral convergence, batch 1 and 8."""
+    lines = [
+        f"   at matched quality: librosa {matched['librosa_n_iter']} iterations reach mean SC "
+        f"{matched['librosa_spectral_convergence']:.4f}; ours needs (within {100 * matched['tolerance']:g} %):"
+    ]
+    for name in ("fast Griffin-Lim", "accelerated"):
+        entry = matched[name]
+        if entry["n_iter"] is None:
+            lines.append(
+                f"   {name} {entry['parameters']}: not reached in {matched.get('max_iter', 64)} iterations"
+            )
+            continue
+        timings = ", ".join(
+            f"batch {b}: {entry[b]['ms_per_utterance']:.1f} vs {entry[b]['librosa_ms_per_utterance']:.1f} "
+            f"ms/utt = {entry[b]['speedup']:.2f}x (minima {entry[b]['speedup_of_minima']:.2f}x)"
+            for b in ("1", "8")
+        )
+        lines.append(
+            f"   {name} {entry['parameters']}: {entry['n_iter']} iterations, SC "
+            f"{entry['spectral_convergence']:.4f}; {timings}"
+        )
     return lines
 
 
