@@ -242,6 +242,36 @@ def test_python_api_refuses_long_input_and_is_deterministic(checkpoint):
     assert np.array_equal(first, again)
 
 
+def test_utterance_normalization_makes_the_input_level_irrelevant(checkpoint):
+    """inference.source_normalization=utterance: a louder recording of the same speech converts alike."""
+    wave = speech_like(0.8)
+    outputs = {}
+    for mode in ("speaker", "utterance"):
+        converter = Converter.from_checkpoint(
+            checkpoint, device="cpu", overrides=[f"inference.source_normalization={mode}"]
+        )
+        mels, lens = converter.features(torch.from_numpy(np.stack([wave, 4 * wave]).astype(np.float32)), None)
+        outputs[mode] = converter.normalize_source(mels, torch.tensor([mels.shape[1]] * 2))
+    by_speaker, by_utterance = outputs["speaker"], outputs["utterance"]
+    assert not torch.allclose(by_speaker[0], by_speaker[1], atol=1e-3)  # the speaker's mean keeps the level
+    torch.testing.assert_close(by_utterance[0], by_utterance[1], atol=1e-3, rtol=0)
+    # centred per band over the utterance: the mean of each band is 0
+    torch.testing.assert_close(by_utterance.mean(dim=1), torch.zeros(2, N_MELS), atol=1e-4, rtol=0)
+
+
+def test_utterance_normalization_ignores_padding(checkpoint):
+    converter = Converter.from_checkpoint(
+        checkpoint, device="cpu", overrides=["inference.source_normalization=utterance"]
+    )
+    mels = torch.randn(2, 10, N_MELS)
+    alone = converter.normalize_source(mels[1:, :6], torch.tensor([6]))
+    padded = mels.clone()
+    padded[1, 6:] = 99.0  # whatever padding holds must not move the mean
+    batch = converter.normalize_source(padded, torch.tensor([10, 6]))
+    torch.testing.assert_close(batch[1, :6], alone[0])
+    assert batch[1, 6:].abs().sum() == 0
+
+
 # ---------------------------------------------------------------- nothing lost, nothing dropped (issue 12)
 
 

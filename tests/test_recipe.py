@@ -32,6 +32,8 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "--limit 3",
         "--vocoder_minutes",
         "0.2",
+        "--unseen_utts",
+        "2",
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -53,11 +55,18 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         sorted(p.name for p in (exp / "converted" / "ceiling" / "griffin-lim_ceiling").iterdir()) == converted
     )
     assert (exp / "report" / "index.html").is_file()
-    for n in range(8):
+    for n in range(9):
         assert (exp / "logs" / f"stage{n}.log").is_file()
-    last = done.stdout.strip().splitlines()[-4:]
+    unseen = (exp / "unseen_scores.txt").read_text()
+    assert "seen source" in unseen and "unseen: slt-as-source" in unseen and "unseen: bdl-up4" in unseen
+    assert sorted(p.name for p in (exp / "converted" / "unseen" / "bdl-up4").iterdir()) == converted[:2]
+    last = done.stdout.strip().splitlines()[-5:]
     assert last[0].startswith("checkpoint:") and last[1].startswith("converted:")
-    assert last[2] == f"report:      {exp}/report/index.html" and "tensorboard" in last[3]
+    assert last[2] == f"report:      {exp}/report/index.html" and last[3].startswith("unseen:")
+    assert "tensorboard" in last[4]
+    assert "=== scores of the eval set" in done.stdout and "=== seen vs unseen voices" in done.stdout
     # idempotent: running again skips training and rewrites the same outputs
-    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    again = subprocess.run(
+        [*command, "--stop_stage", "7"], env=env, capture_output=True, text=True, timeout=600
+    )
     assert again.returncode == 0 and "already done" in again.stdout

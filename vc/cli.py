@@ -87,8 +87,20 @@ def cmd_convert(args) -> None:
         raise AudioError(f"--save-alignment must end in .png or .npy, got {alignments[0]}")
     check_outputs(inputs, outputs + (alignments or []))  # before the model loads: no work, no loss
     vocoder_net = False if args.no_vocoder_net else args.vocoder_net  # None: the checkpoint's companion
+    checkpoint = args.checkpoint
+    if checkpoint is None:
+        from vc.pretrained import get_model, model_path
+
+        checkpoint = model_path(args.model)
+        if args.model is None:  # said once, so a user knows what converted their voice
+            bundled = get_model(None)
+            print(
+                f"vc convert: no --checkpoint given: using the bundled model '{bundled.name}' "
+                f"({bundled.description}; vc models)",
+                file=sys.stderr,
+            )
     converter = Converter.from_checkpoint(
-        args.checkpoint, device=args.device, overrides=overrides, vocoder_net=vocoder_net
+        checkpoint, device=args.device, overrides=overrides, vocoder_net=vocoder_net
     )
     failures = convert_files(
         converter,
@@ -160,6 +172,33 @@ def cmd_vocoder_train(args) -> None:
     )
 
 
+def cmd_export(args) -> None:
+    from vc.export import export_model
+
+    vocoder_net = False if args.no_vocoder_net else args.vocoder_net
+    summary = export_model(args.checkpoint, args.out, half=not args.float32, vocoder_net=vocoder_net)
+    net = f", vocoder network {summary['vocoder_net']}" if summary["vocoder_net"] else ", no vocoder network"
+    print(
+        f"model file: {args.out} ({summary['bytes'] / 1e6:.1f} MB, step {summary['step']}, "
+        f"{summary['parameters'] / 1e6:.2f} M parameters{net})"
+    )
+
+
+def cmd_models(args) -> None:
+    from vc.pretrained import list_models
+
+    for model in list_models():
+        print(f"{model.name}{'  (default)' if model.default else ''}")
+        print(f"  {model.description}")
+        print(f"  file:     {model.path}")
+        print(f"  trained:  {model.training_data}")
+        print(f"  licence:  {model.licence}")
+        print(f"  made by:  {model.recipe}")
+        if model.scores:
+            scores = ", ".join(f"{key} {value}" for key, value in model.scores.items())
+            print(f"  scores:   {scores} ({model.scored_on})")
+
+
 def cmd_curve(args) -> None:
     from vc.report import alignment_curve, format_curve
 
@@ -205,8 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("overrides", nargs="*", metavar="key=value")
         sub.set_defaults(func=func)
 
-    convert = commands.add_parser("convert", help="convert audio files with a trained checkpoint")
-    convert.add_argument("--checkpoint", required=True, help="a checkpoint written by vc train")
+    convert = commands.add_parser("convert", help="convert audio files with a trained or bundled model")
+    which = convert.add_mutually_exclusive_group()
+    which.add_argument(
+        "--checkpoint", help="a checkpoint written by vc train or vc export (default: the bundled model)"
+    )
+    which.add_argument("--model", metavar="NAME", help="a bundled model by name (vc models lists them)")
     convert.add_argument(
         "paths", nargs="+", metavar="PATH", help="IN OUT, or inputs (files/folders) with --out-dir"
     )
@@ -267,6 +310,22 @@ def build_parser() -> argparse.ArgumentParser:
     score.set_defaults(func=cmd_score)
 
     _add_vocoder_train(commands)
+    export = commands.add_parser(
+        "export",
+        help="write an inference-only model file (fp16 weights, config, statistics, vocoder network)",
+    )
+    export.add_argument("checkpoint", help="a checkpoint written by vc train (e.g. EXP/checkpoints/best.pt)")
+    export.add_argument("out", help="the model file to write")
+    export.add_argument("--float32", action="store_true", help="keep float32 weights (default fp16)")
+    export.add_argument(
+        "--vocoder-net",
+        metavar="FILE",
+        help="network to embed (default: mel2linear.pt beside the checkpoint)",
+    )
+    export.add_argument("--no-vocoder-net", action="store_true", help="embed no network (pseudo-inverse)")
+    export.set_defaults(func=cmd_export)
+    models = commands.add_parser("models", help="list the models bundled with the package")
+    models.set_defaults(func=cmd_models)
     curve = commands.add_parser(
         "curve", help="print a run's alignment curve (step, minutes, focus, diagonal)"
     )

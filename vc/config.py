@@ -78,6 +78,11 @@ class InferenceConfig:
     use_monotonic_window: bool = False
     window_backward: int = 2
     window_forward: int = 6
+    # How inputs are normalised before the encoder: "speaker" subtracts the training source speaker's
+    # per-band mean (as in training); "utterance" subtracts each input's own per-band mean instead,
+    # so a voice or microphone with another average spectrum reaches the encoder centred like the
+    # source speaker's speech (both divide by the source speaker's deviation).
+    source_normalization: str = "speaker"
 
 
 @dataclass
@@ -99,6 +104,25 @@ class DataConfig:
     num_workers: int = 0
     # Fixed dev utterances whose alignments are logged (first N of the dev list).
     num_fixed_utterances: int = 2
+
+
+@dataclass
+class AugmentConfig:
+    """Source-side augmentation during training (vc/augment.py); the target is never changed."""
+
+    # Fraction of training source utterances augmented per step; 0 = off (the bdl -> slt default).
+    probability: float = 0.0
+    # Frequency warp factor range: formants and pitch scaled together (0.8-1.25 spans male to child).
+    warp_min: float = 0.8
+    warp_max: float = 1.25
+    # Uniform gain in +-gain_db, and a spectral tilt of +-tilt_db from the lowest to the highest band.
+    gain_db: float = 6.0
+    tilt_db: float = 6.0
+    # SpecAugment: this many bands / frame spans, each up to this wide, set to the speaker mean.
+    freq_masks: int = 2
+    freq_mask_width: int = 8
+    time_masks: int = 2
+    time_mask_width: int = 10
 
 
 @dataclass
@@ -131,6 +155,7 @@ class Config:
     inference: InferenceConfig = field(default_factory=InferenceConfig)
     vocoder: VocoderConfig = field(default_factory=VocoderConfig)
     data: DataConfig = field(default_factory=DataConfig)
+    augment: AugmentConfig = field(default_factory=AugmentConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self):
@@ -166,6 +191,7 @@ POSITIVE = {
     "data": ("batch_size", "num_fixed_utterances"),
     "train": ("max_steps", "eval_every", "log_every", "evolution_columns"),
 }
+SOURCE_NORMALIZATIONS = ("speaker", "utterance")
 ODD = ("encoder_conv_kernel", "postnet_kernel", "attention_location_kernel")
 
 
@@ -186,6 +212,23 @@ def _validate(config: Config) -> None:
         raise ConfigError(
             "inference.min_ratio must not exceed inference.max_ratio, and max_ratio must be positive"
         )
+    if config.inference.source_normalization not in SOURCE_NORMALIZATIONS:
+        raise ConfigError(
+            f"inference.source_normalization must be one of {', '.join(SOURCE_NORMALIZATIONS)}, "
+            f"got {config.inference.source_normalization!r}"
+        )
+    augment = config.augment
+    if not 0.0 <= augment.probability <= 1.0:
+        raise ConfigError(f"augment.probability must be in [0, 1], got {augment.probability}")
+    if not 0 < augment.warp_min <= augment.warp_max:
+        raise ConfigError(
+            f"augment.warp_min ({augment.warp_min}) must be positive and not exceed augment.warp_max"
+        )
+    for key in ("gain_db", "tilt_db", "freq_masks", "freq_mask_width", "time_masks", "time_mask_width"):
+        if getattr(augment, key) < 0:
+            raise ConfigError(f"augment.{key} must not be negative, got {getattr(augment, key)}")
+    if augment.probability > 0 and augment.freq_masks > 0 and augment.freq_mask_width >= config.audio.n_mels:
+        raise ConfigError(f"augment.freq_mask_width must be below audio.n_mels ({config.audio.n_mels})")
 
 
 def _field_types(cls) -> dict[str, Any]:

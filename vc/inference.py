@@ -19,8 +19,9 @@ from vc.audio import AUDIO_FORMATS, FeatureStats, LogMel, prepare_wave, read_aud
 from vc.checkpoint import load_checkpoint, private_rng
 from vc.config import Config
 from vc.errors import AudioError, CheckpointError, ConfigError, VcError
+from vc.export import EMBEDDED_VOCODER_KEY
 from vc.fileio import atomic_open
-from vc.mel2linear import load_vocoder_net
+from vc.mel2linear import load_vocoder_net, mel2linear_from_payload
 from vc.model import Seq2SeqVC, build_model, decoder_steps
 from vc.plotting import alignment_figure, save_figure
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
@@ -82,7 +83,8 @@ class Converter:
         """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings.
 
         ``vocoder_net``: the mel -> linear network file for Griffin-Lim; None uses
-        mel2linear.pt beside the checkpoint when it exists, False the pseudo-inverse.
+        the one inside an exported model file, else mel2linear.pt beside the
+        checkpoint when it exists; False the pseudo-inverse.
         """
         for item in overrides or []:
             if not item.startswith(("inference.", "vocoder.")):
@@ -104,8 +106,19 @@ class Converter:
             raise CheckpointError(
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
             ) from None
-        magnitude_net = load_vocoder_net(config.audio, path, vocoder_net, device)
+        if vocoder_net is None and EMBEDDED_VOCODER_KEY in payload:  # an exported or bundled model
+            magnitude_net = mel2linear_from_payload(payload[EMBEDDED_VOCODER_KEY], path, config.audio, device)
+            log.debug("vocoder: mel -> linear by the network inside %s", path)
+        else:
+            magnitude_net = load_vocoder_net(config.audio, path, vocoder_net, device)
         return cls(model, config, src_stats, tgt_stats, device, magnitude_net=magnitude_net)
+
+    @classmethod
+    def from_pretrained(cls, name: str | None = None, device: str | None = None, **kwargs):
+        """A model bundled with the package (`vc models` lists them); None: the default one."""
+        from vc.pretrained import model_path
+
+        return cls.from_checkpoint(model_path(name), device=device, **kwargs)
 
     def convert(self, wave: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
         """Mono or (samples, channels) float samples at any rate -> (converted wave, sample rate)."""
@@ -115,13 +128,22 @@ class Converter:
     def convert_file(self, path: str | Path) -> Conversion:
         return self.convert_batch([read_audio(path, self.config.audio)])[0]
 
+    def normalize_source(self, mels: torch.Tensor, mel_lens: torch.Tensor) -> torch.Tensor:
+        """(B, T, n_mels) log-mels, padded -> the encoder's input, per inference.source_normalization."""
+        if self.config.inference.source_normalization == "speaker":
+            return self.src_stats.normalize(mels)
+        valid = (torch.arange(mels.shape[1], device=mels.device)[None, :] < mel_lens[:, None]).unsqueeze(-1)
+        utterance_mean = (mels * valid).sum(dim=1, keepdim=True) / mel_lens[:, None, None]
+        speaker_mean = torch.as_tensor(self.src_stats.mean, device=mels.device, dtype=mels.dtype)
+        return self.src_stats.normalize(mels - utterance_mean + speaker_mean) * valid
+
     @torch.no_grad()
     def convert_batch(self, waves: list[np.ndarray]) -> list[Conversion]:
         """Prepared waves (at the model's rate, trimmed) -> conversions, one batch on the device."""
         wave_lens = torch.tensor([len(w) for w in waves])
         padded = torch.nn.utils.rnn.pad_sequence([torch.from_numpy(w) for w in waves], batch_first=True)
         mels, mel_lens = self.features(padded.to(self.device), wave_lens.to(self.device))
-        src = self.src_stats.normalize(mels)
+        src = self.normalize_source(mels, mel_lens)
         # Seeded: the prenet's dropout (on at inference) and Griffin-Lim's initial
         # phase are random, and the same input should give the same output.
         with private_rng(self.seed, self.device):

@@ -334,10 +334,8 @@ def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info:
         torch.save(payload, out)
 
 
-def load_mel2linear(
-    path: str | Path, audio: AudioConfig | None = None, map_location: str | torch.device = "cpu"
-) -> Mel2Linear:
-    """The network in eval mode; with ``audio``, refuse one trained under other audio settings."""
+def read_mel2linear_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
+    """The saved dict of a network file (format checked), for loading or for embedding elsewhere."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"mel2linear network not found: {path}")
@@ -349,21 +347,41 @@ def load_mel2linear(
         ) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a mel2linear network (no '{FORMAT}' marker)")
+    return payload
+
+
+def mel2linear_from_payload(
+    payload: dict,
+    where: str | Path,
+    audio: AudioConfig | None = None,
+    map_location: str | torch.device = "cpu",
+) -> Mel2Linear:
+    """The network of a saved dict (a file's or one embedded in a model file) in eval mode, float32.
+
+    With ``audio``, refuse one trained under other audio settings; ``where`` names it in errors.
+    """
     try:
         net = Mel2Linear(**payload["hparams"])
-        net.load_state_dict(payload["model"])
+        net.load_state_dict(payload["model"])  # copies into float32 parameters, also from fp16
         trained = payload["audio"]
     except (RuntimeError, KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(
-            f"{path} is not a usable mel2linear network: {str(exc).splitlines()[0]}"
+            f"{where} is not a usable mel2linear network: {str(exc).splitlines()[0]}"
         ) from None
     if audio is not None:
         for key in AUDIO_KEYS:
             if trained.get(key) != getattr(audio, key):
                 raise CheckpointError(
-                    f"{path} was trained with audio.{key}={trained.get(key)}, the model uses {getattr(audio, key)}"
+                    f"{where} was trained with audio.{key}={trained.get(key)}, the model uses {getattr(audio, key)}"
                 )
     return net.to(map_location).eval()
+
+
+def load_mel2linear(
+    path: str | Path, audio: AudioConfig | None = None, map_location: str | torch.device = "cpu"
+) -> Mel2Linear:
+    """The network in eval mode; with ``audio``, refuse one trained under other audio settings."""
+    return mel2linear_from_payload(read_mel2linear_payload(path, map_location), path, audio, map_location)
 
 
 def companion_path(checkpoint: str | Path) -> Path:

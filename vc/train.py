@@ -6,6 +6,7 @@ N -m vc.cli train ...``; torch.distributed uses gloo on CPU and nccl on CUDA.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -15,6 +16,7 @@ from pathlib import Path
 import torch
 from torch import distributed as dist
 
+from vc.augment import SourceAugment
 from vc.checkpoint import (
     load_checkpoint,
     prune_checkpoints,
@@ -116,6 +118,10 @@ class Trainer:
             train, dev = self._features_and_stats(progress=False)
         self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats)
         self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats)
+        augment = self.config.augment
+        self.augment = (
+            SourceAugment(augment, self.config.audio, self.src_stats) if augment.probability > 0 else None
+        )
 
     def _features_and_stats(self, progress: bool):
         audio, cache_dir = self.config.audio, feature_cache_dir(self.config, self.out_dir)
@@ -152,6 +158,8 @@ class Trainer:
     def train_step(self, batch) -> dict[str, float]:
         t = self.config.train
         batch = batch.to(self.device)
+        if self.augment is not None:  # training batches only: dev losses stay comparable across runs
+            batch = dataclasses.replace(batch, src=self.augment(batch.src, batch.src_lens))
         model = self.ddp or self.model
         model.train()
         with torch.autocast(self.device.type, enabled=self.use_amp):

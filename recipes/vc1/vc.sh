@@ -10,14 +10,17 @@
 #   6 score        MCD / F0 / WER / speaker similarity / predicted MOS beside the no-conversion floor,
 #                  the Griffin-Lim ceilings and the natural target -> EXP/scores.{txt,json}
 #   7 report       static HTML listening report -> EXP/report/index.html
+#   8 unseen       voices no training used (other real speakers of the corpus, the target's own recordings
+#                  as input, TTS voices, pitch-shifted source) read the first --unseen_utts eval prompts;
+#                  each is converted and scored -> EXP/unseen_scores.txt (seen vs unseen rows)
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
-#          --vocoder_minutes N (stage 4's time limit; default 8)
+#          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 40)
 # Trailing key=value arguments override the training config (e.g. train.max_minutes=5).
 set -euo pipefail
 
 stage=0
-stop_stage=7
+stop_stage=8
 db_root=""
 src=bdl
 tgt=slt
@@ -26,11 +29,12 @@ tag=""
 work=.
 data_prep_args=""
 vocoder_minutes=8
+unseen_utts=40
 
 overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--work|--data_prep_args|--vocoder_minutes)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--work|--data_prep_args|--vocoder_minutes|--unseen_utts)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -103,8 +107,29 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
         --out "$exp/scores.txt" --json "$exp/scores.json"
 fi
 run_stage 7 "report" vc report "$exp" --scores "$exp/scores.json"
+unseen_voices() {  # stage 8: make the inputs, convert and score each voice, then the seen vs unseen table
+    ./local/unseen_voices.py --eval "$data/eval.tsv" --out "$exp/unseen" --src "$src" --tgt "$tgt" \
+        --limit "$unseen_utts" ${db_root:+--db_root "$db_root"}
+    rm -rf "$exp/converted/unseen" "$exp/unseen_scores"
+    mkdir -p "$exp/unseen_scores"
+    local dir voice
+    for dir in "$exp"/unseen/*/; do
+        voice=$(basename "$dir")
+        echo "--- $voice"
+        vc convert --checkpoint "$exp/checkpoints/best.pt" --out-dir "$exp/converted/unseen/$voice" "$dir"
+        vc score --converted "$exp/converted/unseen/$voice" --reference "$(eval_folder 3)" --source "$dir" \
+            --config "$exp/config.yaml" --train-list "$data/train.tsv" --no-ceiling \
+            --json "$exp/unseen_scores/$voice.json"
+    done
+    ./local/unseen_table.py "$exp"
+}
+run_stage 8 "unseen voices" unseen_voices
 
+# The run ends with its numbers: the eval table (all rows) and, after stage 8, seen vs unseen voices.
+if [ -f "$exp/scores.txt" ]; then echo "=== scores of the eval set ($exp/scores.txt)"; cat "$exp/scores.txt"; fi
+if [ -f "$exp/unseen_scores.txt" ]; then echo "=== seen vs unseen voices"; cat "$exp/unseen_scores.txt"; fi
 echo "checkpoint:  $exp/checkpoints/best.pt"
 echo "converted:   $exp/converted/eval"
 echo "report:      $exp/report/index.html"
+echo "unseen:      $exp/unseen_scores.txt"
 echo "tensorboard: tensorboard --logdir $exp/tensorboard"

@@ -1,0 +1,55 @@
+"""Section 5: cold start of `vc convert in.wav out.wav` with the bundled model.
+
+What a new user waits for: a new process (`python -m vc.cli`, as the `vc` script runs) converting
+a 3 s input with no --checkpoint, from interpreter start to exit. Timed `repeats` times after one
+untimed warm-up run (so the OS file cache holds torch, as it does on a second use); the median
+and the minimum are reported, and beside them a process that only imports what `vc convert`
+imports, to show how much of the wait is Python and torch start-up rather than conversion.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import soundfile as sf
+from benchlib import Setup, list_pairs
+
+INPUT_SECONDS = 3.0
+IMPORTS = "import vc.cli, vc.inference, vc.pretrained"
+
+
+def _wall(command: list[str], cwd: str) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=cwd, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def measure_cold_start(setup: Setup) -> dict:
+    from vc.pretrained import get_model
+
+    source = list_pairs(setup, "eval", 1)[0][1]
+    wave, sample_rate = sf.read(source, dtype="float32")
+    wave = wave[: int(INPUT_SECONDS * sample_rate)]
+    repeats = max(3, setup.sizes.gl_repeats)
+    with tempfile.TemporaryDirectory(prefix="vc-cold-") as work:
+        sf.write(Path(work) / "in.wav", wave, sample_rate)
+        convert = [sys.executable, "-m", "vc.cli", "convert", "--no-progress", "in.wav", "out.wav"]
+        imports = [sys.executable, "-c", IMPORTS]
+        _wall(convert, work)  # warm-up: file cache
+        convert_s = [_wall(convert, work) for _ in range(repeats)]
+        import_s = [_wall(imports, work) for _ in range(repeats)]
+    return {
+        "model": get_model().name,
+        "input": f"{Path(source).name}, first {INPUT_SECONDS:g} s",
+        "input_seconds": len(wave) / sample_rate,
+        "repeats": repeats,
+        "convert_median_s": statistics.median(convert_s),
+        "convert_min_s": min(convert_s),
+        "imports_median_s": statistics.median(import_s),
+        "goal_s": 3.0,
+    }

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Voices no training run ever hears, reading the eval prompts: the inputs of the unseen-voice stage.
+
+Writes OUT/<voice>/<utt_id>.{wav,flac} for the first --limit utterances of the
+eval list, one folder per voice:
+
+- every other CMU ARCTIC speaker found under --db_root (real recordings; the
+  target's own recordings too, named "<tgt>-as-source": a real voice the model
+  only ever produced, never heard as input);
+- flite's US English voices reading the same prompts (synthetic; `apt-get
+  install flite`), when flite is installed;
+- the source speaker's own eval recordings pitch-shifted up 4 semitones
+  (librosa: formants move with the pitch), a transformed held-out recording.
+
+Real recordings are linked, not copied. Prints one line per voice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+FLITE_VOICES = ("rms", "awb", "kal16")  # US male, Scottish male, US male diphone
+PITCH_STEPS = 4
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--eval", required=True, help="the recipe's eval.tsv (utt_id, source, target)")
+    parser.add_argument("--out", required=True, help="folder for one sub-folder per voice")
+    parser.add_argument(
+        "--db_root",
+        help="CMU ARCTIC root whose other speakers are real unseen voices (default: the eval list's)",
+    )
+    parser.add_argument("--src", default="bdl")
+    parser.add_argument("--tgt", default="slt")
+    parser.add_argument("--limit", type=int, default=40, help="eval utterances per voice (default 40)")
+    return parser.parse_args()
+
+
+def read_eval(path: Path, limit: int) -> list[tuple[str, Path, Path]]:
+    rows = [line.split("\t") for line in path.read_text().splitlines() if line.strip()]
+    return [(utt, Path(src), Path(tgt)) for utt, src, tgt in rows[:limit]]
+
+
+def read_prompts(source_wav: Path) -> dict[str, str]:
+    """utt id -> text from the corpus's etc/txt.done.data beside the source's wav folder."""
+    from vc.evaluation.transcripts import find_transcripts, read_transcripts
+
+    found = find_transcripts(source_wav.parent)
+    if found is None:
+        sys.exit(f"unseen_voices.py: no etc/txt.done.data beside {source_wav.parent}")
+    return read_transcripts(found)
+
+
+def link_real_speakers(db_root: Path, utts: list[str], out: Path, src: str, tgt: str) -> list[str]:
+    made = []
+    for speaker_dir in sorted(db_root.glob("cmu_us_*_arctic")):
+        speaker = speaker_dir.name.split("_")[2]
+        if speaker == src:
+            continue
+        files = {p.stem: p for p in (speaker_dir / "wav").glob("*.*") if p.suffix in (".wav", ".flac")}
+        if not all(utt in files for utt in utts):
+            print(f"  {speaker}: skipped (not every eval utterance is there)")
+            continue
+        name = f"{speaker}-as-source" if speaker == tgt else speaker
+        folder = out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for utt in utts:
+            link = folder / files[utt].name
+            if not link.exists():
+                link.symlink_to(files[utt].resolve())
+        made.append(f"{name}: real recordings ({speaker_dir})")
+    return made
+
+
+def synthesize_flite(prompts: dict[str, str], utts: list[str], out: Path) -> list[str]:
+    flite = shutil.which("flite")
+    if flite is None:
+        return ["flite voices: skipped (flite is not installed: apt-get install flite)"]
+    made = []
+    for voice in FLITE_VOICES:
+        folder = out / f"flite-{voice}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for utt in utts:
+            target = folder / f"{utt}.wav"
+            if target.exists():
+                continue
+            with tempfile.NamedTemporaryFile(suffix=".wav", dir=folder, delete=False) as tmp:
+                partial = Path(tmp.name)
+            try:
+                subprocess.run(
+                    [flite, "-voice", voice, "-t", prompts[utt], "-o", str(partial)],
+                    check=True,
+                    capture_output=True,
+                )
+                partial.chmod(0o644)
+                partial.replace(target)  # a complete file or none
+            finally:
+                partial.unlink(missing_ok=True)
+        made.append(f"flite-{voice}: flite {voice} voice (synthetic)")
+    return made
+
+
+def pitch_shifted(rows: list[tuple[str, Path, Path]], out: Path, src: str) -> list[str]:
+    import librosa
+    import soundfile as sf
+
+    folder = out / f"{src}-up{PITCH_STEPS}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for utt, source, _ in rows:
+        target = folder / f"{utt}.wav"
+        if target.exists():
+            continue
+        wave, rate = sf.read(source, dtype="float32")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            shifted = librosa.effects.pitch_shift(wave, sr=rate, n_steps=PITCH_STEPS)
+        partial = folder / f".{utt}.wav.tmp"
+        sf.write(partial, shifted, rate, format="WAV")
+        partial.replace(target)
+    return [f"{src}-up{PITCH_STEPS}: {src}'s eval recordings, pitch and formants up {PITCH_STEPS} semitones"]
+
+
+def main() -> None:
+    args = parse_args()
+    rows = read_eval(Path(args.eval), args.limit)
+    if not rows:
+        sys.exit(f"unseen_voices.py: no utterances in {args.eval}")
+    utts = [utt for utt, _, _ in rows]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    db_root = (
+        Path(args.db_root) if args.db_root else rows[0][1].parent.parent.parent
+    )  # <root>/cmu_us_x_arctic/wav
+    made += link_real_speakers(db_root, utts, out, args.src, args.tgt)
+    made += synthesize_flite(read_prompts(rows[0][1]), utts, out)
+    made += pitch_shifted(rows, out, args.src)
+    print("\n".join(f"  {line}" for line in made))
+
+
+if __name__ == "__main__":
+    main()

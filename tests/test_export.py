@@ -1,0 +1,119 @@
+"""vc export (inference-only model files) and the bundled models (issue 11, items 3 and 4)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from tests.conftest import arctic_file
+from tests.test_convert import speech_like
+from tests.test_mel2linear import (
+    N_MELS,
+    model_checkpoint,  # noqa: F401 (fixture)
+)
+from vc import Converter
+from vc.checkpoint import load_checkpoint
+from vc.cli import main
+from vc.errors import CheckpointError
+from vc.export import EMBEDDED_VOCODER_KEY, export_model
+from vc.mel2linear import COMPANION_NAME, save_mel2linear
+from vc.model.mel2linear import Mel2Linear
+from vc.pretrained import get_model, list_models, model_path
+
+
+def _with_network(path, config):
+    net = Mel2Linear(N_MELS, config.audio.n_fft // 2 + 1, channels=8, layers=1, kernel=3)
+    save_mel2linear(path.parent / COMPANION_NAME, net, config.audio)
+
+
+def test_export_keeps_what_conversion_needs_and_converts_the_same(model_checkpoint, tmp_path):  # noqa: F811
+    path, config = model_checkpoint
+    _with_network(path, config)
+    out = tmp_path / "exported.pt"
+    summary = export_model(path, out)
+    payload = load_checkpoint(out)
+    assert set(payload) >= {"model", "config", "stats", "step", EMBEDDED_VOCODER_KEY, "info"}
+    assert not {"optimizer", "scheduler", "scaler", "rng"} & set(payload)
+    assert all(v.dtype == torch.float16 for v in payload["model"].values() if v.is_floating_point())
+    assert summary["vocoder_net"] == path.parent / COMPANION_NAME and summary["bytes"] == out.stat().st_size
+
+    # The exported file alone (no companion beside it) converts as the checkpoint with its companion,
+    # up to the fp16 rounding of the weights.
+    alone = tmp_path / "elsewhere" / "model.pt"
+    alone.parent.mkdir()
+    alone.write_bytes(out.read_bytes())
+    original, exported = Converter.from_checkpoint(path), Converter.from_checkpoint(alone)
+    assert exported.vocoder.magnitude_net is not None
+    assert all(p.dtype == torch.float32 for p in exported.model.parameters())
+    for a, b in zip(original.model.parameters(), exported.model.parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=2e-3, rtol=1e-3)
+    wave = speech_like(0.5)
+    first, _ = original.convert(wave, 16000)
+    second, _ = exported.convert(wave, 16000)
+    assert first.shape == second.shape and np.isfinite(second).all()
+    assert Converter.from_checkpoint(alone, vocoder_net=False).vocoder.magnitude_net is None
+
+
+def test_export_without_a_network_and_in_float32(model_checkpoint, tmp_path, capsys):  # noqa: F811
+    path, _ = model_checkpoint
+    out = tmp_path / "plain.pt"
+    assert main(["export", str(path), str(out), "--float32"]) == 0
+    assert "no vocoder network" in capsys.readouterr().out
+    payload = load_checkpoint(out)
+    assert EMBEDDED_VOCODER_KEY not in payload
+    assert all(v.dtype == torch.float32 for v in payload["model"].values() if v.is_floating_point())
+    assert main(["export", str(tmp_path / "missing.pt"), str(tmp_path / "x.pt")]) == 1
+    assert (
+        capsys.readouterr().err.strip()
+        == f"vc export: error: checkpoint not found: {tmp_path / 'missing.pt'}"
+    )
+    assert not (tmp_path / "x.pt").exists()
+
+
+def test_the_registry_lists_a_default_model_that_is_installed():
+    models = list_models()
+    assert models[0].default and sum(m.default for m in models) == 1
+    default = get_model()
+    assert model_path() == default.path and default.path.is_file()
+    assert default.path.stat().st_size <= 20e6
+    for model in models:
+        assert model.training_data and model.licence and model.recipe and model.scores
+    with pytest.raises(CheckpointError, match="no bundled model named 'nope'"):
+        get_model("nope")
+
+
+def test_vc_models_lists_them(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    default = get_model()
+    assert out.startswith(f"{default.name}  (default)") and str(default.path) in out and "made by:" in out
+
+
+def test_from_pretrained_converts_an_utterance_no_training_used():
+    converter = Converter.from_pretrained()
+    assert converter.vocoder.magnitude_net is not None
+    wave, sr = sf.read(arctic_file("bdl", "arctic_b0450"), dtype="float32")  # an eval utterance
+    converted, out_sr = converter.convert(wave, sr)
+    assert out_sr == 16000 and np.isfinite(converted).all()
+    # The decoder stopped by itself, near the input's length (not at the max_ratio cap).
+    assert 0.5 < len(converted) / len(wave) < 2.0
+
+
+def test_convert_without_checkpoint_uses_the_bundled_model_and_says_so_once(tmp_path):
+    sf.write(tmp_path / "in.wav", sf.read(arctic_file("bdl", "arctic_b0451"))[0], 16000)
+    done = subprocess.run(
+        [sys.executable, "-m", "vc.cli", "convert", "--no-progress", "in.wav", "out.wav"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"bundled model '{get_model().name}'" in lines[0]
+    assert sf.info(tmp_path / "out.wav").frames > 16000

@@ -1,0 +1,60 @@
+"""Inference-only model files: what a trained run ships (`vc export`, the bundled models).
+
+A training checkpoint carries the optimizer, scheduler, scaler and RNG states
+needed to resume (about three times the weights). An exported file keeps what
+conversion needs: the model weights (fp16 by default: half the size, and the
+converted audio is the same to a listener; the weights are cast back to
+float32 on load), the resolved config, the feature statistics, the step, and
+the mel -> linear network for Griffin-Lim embedded, so one file converts
+exactly as `vc convert --checkpoint` did with the network beside it. It is
+still a vc checkpoint: everything that loads one (Converter, vc convert) loads it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from vc.checkpoint import load_checkpoint, save_checkpoint
+from vc.mel2linear import find_mel2linear, read_mel2linear_payload
+
+EMBEDDED_VOCODER_KEY = "vocoder_net"
+KEPT_KEYS = ("model", "config", "stats", "step")
+
+
+def _half(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {key: value.half() if value.is_floating_point() else value for key, value in state.items()}
+
+
+def export_model(
+    checkpoint: str | Path,
+    out: str | Path,
+    *,
+    half: bool = True,
+    vocoder_net: str | Path | bool | None = None,
+    info: dict | None = None,
+) -> dict:
+    """Write the inference-only file ``out`` (atomically); returns what it holds, for a summary line.
+
+    ``vocoder_net`` as in Converter.from_checkpoint: None embeds mel2linear.pt
+    from beside the checkpoint when there is one, a path embeds that file,
+    False embeds none (the pseudo-inverse path).
+    """
+    payload = load_checkpoint(checkpoint)
+    exported = {key: payload[key] for key in KEPT_KEYS}
+    if half:
+        exported["model"] = _half(exported["model"])
+    net_path = find_mel2linear(checkpoint, vocoder_net)
+    if net_path is not None:
+        net = read_mel2linear_payload(net_path)
+        exported[EMBEDDED_VOCODER_KEY] = {**net, "model": _half(net["model"]) if half else net["model"]}
+    exported["info"] = {"exported_from": Path(checkpoint).name, "dtype": "float16" if half else "float32"}
+    exported["info"].update(info or {})
+    save_checkpoint(out, exported)
+    return {
+        "step": int(payload["step"]),
+        "parameters": sum(value.numel() for value in payload["model"].values()),
+        "vocoder_net": net_path,
+        "bytes": Path(out).stat().st_size,
+    }
