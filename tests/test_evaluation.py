@@ -244,3 +244,42 @@ def test_no_transcripts_or_training_files_say_so(tmp_path):
     )
     assert any("no transcripts" in line for line in result["missing"])
     assert any("--train-list" in line for line in result["missing"])
+
+
+def test_centroid_cache_embeds_the_training_files_once_and_gives_the_same_similarity(tmp_path, monkeypatch):
+    needs("resemblyzer", "webrtcvad")
+    from vc import scoring
+
+    reference = _copy_utts(tmp_path, "slt", "slt", ["arctic_b0440"])
+    speakers = {"target": [arctic_file("slt", f"arctic_a000{k}") for k in (1, 2)]}
+    cache = tmp_path / "centroids.json"
+    embedded = []
+    real_run_pool = scoring._run_pool
+
+    def counting_run_pool(jobs, workers, progress):
+        embedded.extend(job.row for job in jobs if job.row.startswith("centroid:"))
+        return real_run_pool(jobs, workers, progress)
+
+    monkeypatch.setattr(scoring, "_run_pool", counting_run_pool)
+
+    def similarity(speakers):
+        result = score_systems(
+            [System("model", reference)],
+            reference,
+            speakers=speakers,
+            families=("similarity",),
+            workers=1,
+            progress=False,
+            centroid_cache=cache,
+        )
+        return result["rows"]["model"]["sim_target"]
+
+    first = similarity(speakers)
+    assert len(embedded) == 2 and cache.is_file()
+    assert similarity(speakers) == pytest.approx(first, abs=1e-6)
+    assert len(embedded) == 2  # the second call read the cache
+    other = {"target": [arctic_file("slt", "arctic_a0003")]}
+    similarity(other)  # other training files: computed again, cache rewritten
+    assert len(embedded) == 3
+    cache.write_text("not json")
+    assert similarity(speakers) == pytest.approx(first, abs=1e-6)  # a damaged cache is recomputed

@@ -58,8 +58,8 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     for n in range(9):
         assert (exp / "logs" / f"stage{n}.log").is_file()
     unseen = (exp / "unseen_scores.txt").read_text()
-    assert "seen source" in unseen and "unseen: slt-as-source" in unseen and "unseen: bdl-up4" in unseen
-    assert sorted(p.name for p in (exp / "converted" / "unseen" / "bdl-up4").iterdir()) == converted[:2]
+    assert "seen source" in unseen and "unseen: slt-as-source" in unseen and "unseen: bdl-x1.19" in unseen
+    assert sorted(p.name for p in (exp / "converted" / "unseen" / "bdl-x1.19").iterdir()) == converted[:2]
     last = done.stdout.strip().splitlines()[-5:]
     assert last[0].startswith("checkpoint:") and last[1].startswith("converted:")
     assert last[2] == f"report:      {exp}/report/index.html" and last[3].startswith("unseen:")

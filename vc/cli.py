@@ -135,6 +135,8 @@ def cmd_score(args) -> None:
         train_list=args.train_list,
         ceiling=not args.no_ceiling,
         ceiling_dir=args.ceiling_dir,
+        natural=not args.no_natural,
+        centroid_cache=args.centroid_cache,
         workers=args.workers,
         progress=not args.no_progress,
     )
@@ -303,6 +305,12 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--train-list", help="pair list whose source/target files give the speaker centroids")
     score.add_argument("--no-ceiling", action="store_true", help="skip the Griffin-Lim ceiling row")
     score.add_argument("--ceiling-dir", help="keep the ceiling's resynthesised files in this folder")
+    score.add_argument("--no-natural", action="store_true", help="skip the natural target row")
+    score.add_argument(
+        "--centroid-cache",
+        metavar="FILE",
+        help="keep the speaker centroids in FILE and reuse them while their training files are the same",
+    )
     score.add_argument("--out", help="also write the table to this file")
     score.add_argument("--json", help="write every score (per utterance too) to this JSON file")
     score.add_argument("--workers", type=_positive_int, default=2, help="scoring processes (default 2)")

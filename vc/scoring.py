@@ -20,6 +20,7 @@ which and how to get it; the other columns are still computed.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import multiprocessing
 import tempfile
@@ -36,6 +37,7 @@ from vc.config import AudioConfig, Config
 from vc.errors import DataError, VcError
 from vc.evaluation import naturalness, recognizer, speaker
 from vc.evaluation.transcripts import error_counts
+from vc.fileio import atomic_write_text
 from vc.metrics import score_pair
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
@@ -212,6 +214,7 @@ def score_systems(
     workers: int = 2,
     progress: bool = True,
     f0_method: str = "dio",
+    centroid_cache: Path | None = None,
 ) -> dict:
     """Score every system's files for the utterances of the first system.
 
@@ -220,6 +223,9 @@ def score_systems(
     their packages, as does the predicted MOS. Returns {"rows": {name: means and
     "per_utterance"}, "missing": [why a family is absent], "files": {utt: {row:
     path}}, "transcripts": {utt: text}} (see ``summarize`` for the row keys).
+    ``centroid_cache``: a JSON file keeping the speaker centroids and the files they came
+    from; read when it was made from the same files, else (re)written, so scoring several
+    folders against one target embeds its training files once.
     """
     reference_dir = Path(reference_dir)
     ready, missing = available_families(families)
@@ -252,18 +258,47 @@ def score_systems(
                     f0_method=f0_method,
                 )
             )
+    cached: dict[str, np.ndarray] = {}
     if "similarity" in ready:
-        for role, paths in speakers.items():
-            for path in _spread(sorted(paths), CENTROID_FILES):
-                jobs.append(Job(f"centroid:{role}", path.stem, path, sample_rate, families=("similarity",)))
+        chosen = {role: _spread(sorted(paths), CENTROID_FILES) for role, paths in speakers.items()}
+        cached = _read_centroids(centroid_cache, chosen) if centroid_cache else {}
+        for role, paths in chosen.items():
+            if role not in cached:
+                jobs += [
+                    Job(f"centroid:{role}", p.stem, p, sample_rate, families=("similarity",)) for p in paths
+                ]
     results = _run_pool(jobs, workers, progress)
-    centroids = _centroids(jobs, results)
+    centroids = {**_centroids(jobs, results), **cached}
+    if centroid_cache and "similarity" in ready and len(cached) < len(chosen):
+        _write_centroids(centroid_cache, chosen, centroids)
     rows = {}
     for system in systems:
         per_utt = {job.utt: res for job, res in zip(jobs, results, strict=True) if job.row == system.name}
         rows[system.name] = summarize(per_utt, centroids)
     used = {utt: transcripts[utt] for utt in utts if utt in (transcripts or {})}
     return {"rows": rows, "missing": missing, "files": files, "transcripts": used}
+
+
+def _read_centroids(path: Path, chosen: dict[str, list[Path]]) -> dict[str, np.ndarray]:
+    """The cached centroids of the roles whose file lists are unchanged; {} without a usable cache."""
+    try:
+        cache = json.loads(Path(path).read_text())
+        return {
+            role: np.asarray(cache[role]["centroid"], dtype=np.float32)
+            for role, paths in chosen.items()
+            if role in cache and cache[role]["files"] == [str(p) for p in paths]
+        }
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}  # absent or unreadable: computed again and rewritten
+
+
+def _write_centroids(path: Path, chosen: dict[str, list[Path]], centroids: dict[str, np.ndarray]) -> None:
+    cache = {
+        role: {"files": [str(p) for p in paths], "centroid": centroids[role].tolist()}
+        for role, paths in chosen.items()
+        if role in centroids
+    }
+    atomic_write_text(Path(path), json.dumps(cache) + "\n")
 
 
 def _centroids(jobs: list[Job], results: list[dict]) -> dict[str, np.ndarray]:

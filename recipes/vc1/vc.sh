@@ -15,7 +15,7 @@
 #                  each is converted and scored -> EXP/unseen_scores.txt (seen vs unseen rows)
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
-#          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 40)
+#          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 20)
 # Trailing key=value arguments override the training config (e.g. train.max_minutes=5).
 set -euo pipefail
 
@@ -29,7 +29,7 @@ tag=""
 work=.
 data_prep_args=""
 vocoder_minutes=8
-unseen_utts=40
+unseen_utts=20
 
 overrides=()
 while [ $# -gt 0 ]; do
@@ -104,13 +104,13 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
     run_stage 6 "score" vc score --converted "$exp/converted/eval" --reference "$(eval_folder 3)" \
         --source "$(eval_folder 2)" --config "$exp/config.yaml" --checkpoint "$exp/checkpoints/best.pt" \
         --train-list "$data/train.tsv" --ceiling-dir "$exp/converted/ceiling" \
-        --out "$exp/scores.txt" --json "$exp/scores.json"
+        --out "$exp/scores.txt" --json "$exp/scores.json" --centroid-cache "$exp/speaker_centroids.json"
 fi
 run_stage 7 "report" vc report "$exp" --scores "$exp/scores.json"
 unseen_voices() {  # stage 8: make the inputs, convert and score each voice, then the seen vs unseen table
+    rm -rf "$exp/unseen" "$exp/converted/unseen" "$exp/unseen_scores"  # nothing stale is scored
     ./local/unseen_voices.py --eval "$data/eval.tsv" --out "$exp/unseen" --src "$src" --tgt "$tgt" \
         --limit "$unseen_utts" ${db_root:+--db_root "$db_root"}
-    rm -rf "$exp/converted/unseen" "$exp/unseen_scores"
     mkdir -p "$exp/unseen_scores"
     local dir voice
     for dir in "$exp"/unseen/*/; do
@@ -118,8 +118,8 @@ unseen_voices() {  # stage 8: make the inputs, convert and score each voice, the
         echo "--- $voice"
         vc convert --checkpoint "$exp/checkpoints/best.pt" --out-dir "$exp/converted/unseen/$voice" "$dir"
         vc score --converted "$exp/converted/unseen/$voice" --reference "$(eval_folder 3)" --source "$dir" \
-            --config "$exp/config.yaml" --train-list "$data/train.tsv" --no-ceiling \
-            --json "$exp/unseen_scores/$voice.json"
+            --config "$exp/config.yaml" --train-list "$data/train.tsv" --no-ceiling --no-natural \
+            --centroid-cache "$exp/speaker_centroids.json" --json "$exp/unseen_scores/$voice.json"
     done
     ./local/unseen_table.py "$exp"
 }

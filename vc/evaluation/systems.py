@@ -63,6 +63,8 @@ def score_against_references(
     train_list: str | Path | None = None,
     ceiling: bool = True,
     ceiling_dir: str | Path | None = None,
+    natural: bool = True,
+    centroid_cache: str | Path | None = None,
     workers: int = 2,
     progress: bool = True,
 ) -> dict:
@@ -88,7 +90,8 @@ def score_against_references(
                     resynthesize_folder(reference, utts, config, progress, out_dir=out_dir, vocoder=vocoder)
                 )
                 systems.append(System(name, folder))
-        systems.append(System(NATURAL, Path(reference), distances=False))
+        if natural:
+            systems.append(System(NATURAL, Path(reference), distances=False))
         result = score_systems(
             systems,
             reference,
@@ -97,6 +100,7 @@ def score_against_references(
             speakers=_speaker_files(train_list),
             workers=workers,
             progress=progress,
+            centroid_cache=Path(centroid_cache) if centroid_cache else None,
         )
     result["config"] = str(config_path) if config_path else None
     return result
