@@ -32,7 +32,7 @@ def _wall(command: list[str], cwd: str) -> float:
 def measure_cold_start(setup: Setup) -> dict:
     from vc.pretrained import get_model
 
-    source = list_pairs(setup, "eval", 1)[0][1]
+    source = list_pairs(setup, "eval", 1)[0].source
     wave, sample_rate = sf.read(source, dtype="float32")
     wave = wave[: int(INPUT_SECONDS * sample_rate)]
     repeats = max(3, setup.sizes.gl_repeats)

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import soundfile as sf
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
@@ -62,3 +64,19 @@ def test_default_json_is_ignored_by_git_and_reference_results_stay_tracked():
         capture_output=True,
     )
     assert tracked.returncode == 0
+
+
+def test_cold_start_times_vc_convert_with_the_bundled_model_on_an_eval_utterance(tmp_path, monkeypatch):
+    import cold_start
+
+    eval_wav = tmp_path / "arctic_b0440.wav"
+    sf.write(eval_wav, 0.1 * np.sin(np.arange(64000) / 10.0), 16000)
+    (tmp_path / "eval.tsv").write_text(f"arctic_b0440\t{eval_wav}\t{eval_wav}\n")
+    setup = benchlib.Setup("", "", "", str(tmp_path), str(tmp_path), benchlib.QUICK)
+    commands = []
+    monkeypatch.setattr(cold_start, "_wall", lambda command, cwd: commands.append(command) or 1.5)
+    result = cold_start.measure_cold_start(setup)
+    assert result["input"] == "arctic_b0440.wav, first 3 s" and result["input_seconds"] == 3.0
+    assert result["convert_median_s"] == 1.5 and result["repeats"] >= 3
+    convert = [c for c in commands if "convert" in c]
+    assert convert and all("--checkpoint" not in c for c in convert)  # the bundled model, as a user runs it

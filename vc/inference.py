@@ -23,7 +23,6 @@ from vc.export import EMBEDDED_VOCODER_KEY
 from vc.fileio import atomic_open
 from vc.mel2linear import load_vocoder_net, mel2linear_from_payload
 from vc.model import Seq2SeqVC, build_model, decoder_steps
-from vc.plotting import alignment_figure, save_figure
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
 
@@ -228,6 +227,8 @@ def save_alignment(path: Path, alignment: np.ndarray, title: str) -> None:
         with atomic_open(path) as out:
             np.save(out, alignment)
     else:
+        from vc.plotting import alignment_figure, save_figure  # matplotlib: 0.7 s of a cold start
+
         save_figure(alignment_figure(alignment, title), path)
 
 
