@@ -375,13 +375,13 @@ def score_directories(
     return summarize({job.utt: row for job, row in zip(jobs, results, strict=True)}, {})
 
 
-def format_table(rows: dict[str, dict]) -> str:
-    """Plain-text table, one line per system, one column per metric that any row has.
+def format_table(rows: dict[str, dict], columns=TABLE_COLUMNS, first: str = "system") -> str:
+    """Plain-text table, one line per row, one column per metric (title, key, format) that any row has.
 
     A missing or NaN value prints as "-".
     """
-    columns = [c for c in TABLE_COLUMNS if any(c[1] in scores for scores in rows.values())]
-    header = ["system"] + [title for title, _, _ in columns]
+    columns = [c for c in columns if any(c[1] in scores for scores in rows.values())]
+    header = [first] + [title for title, _, _ in columns]
     body = [
         [name] + [_cell(scores.get(key), fmt) for _, key, fmt in columns] for name, scores in rows.items()
     ]

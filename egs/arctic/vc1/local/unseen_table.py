@@ -13,34 +13,20 @@ against the natural target, similarity to the target's centroid and predicted MO
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
+from vc.fileio import atomic_write_text
+from vc.scoring import TABLE_COLUMNS, format_table, summarize
+
 MODEL_ROW, INPUT_ROW = "model", "no conversion (source)"
-COLUMNS = (
-    ("input WER [%]", "input_wer", "{:.1f}"),
-    ("WER [%]", "wer", "{:.1f}"),
-    ("CER [%]", "cer", "{:.1f}"),
-    ("MCD [dB]", "mcd", "{:.2f}"),
-    ("F0 RMSE [Hz]", "f0_rmse", "{:.1f}"),
-    ("sim to tgt", "sim_target", "{:.3f}"),
-    ("MOS ovrl", "mos_ovrl", "{:.2f}"),
-    ("utterances", "utterances", "{:.0f}"),
-)
+SHOWN = ("wer", "cer", "mcd", "f0_rmse", "sim_target", "mos_ovrl", "utterances")
+COLUMNS = (("input WER [%]", "input_wer", "{:.1f}"),) + tuple(c for c in TABLE_COLUMNS if c[1] in SHOWN)
 
 
 def subset(row: dict, utts: set[str]) -> dict:
     """A vc score row's summary over only these utterances (means; error rates pooled)."""
-    rows = [scores for utt, scores in row["per_utterance"].items() if utt in utts]
-    summary = {"utterances": len(rows)}
-    for key in ("mcd", "f0_rmse", "sim_target", "mos_ovrl"):
-        values = [r[key] for r in rows if r.get(key) is not None and math.isfinite(r[key])]
-        summary[key] = sum(values) / len(values) if values else math.nan
-    for rate, edits, total in (("wer", "word_edits", "words"), ("cer", "char_edits", "chars")):
-        count = sum(r.get(total, 0) for r in rows)
-        summary[rate] = 100.0 * sum(r.get(edits, 0) for r in rows) / count if count else math.nan
-    return summary
+    return summarize({utt: dict(s) for utt, s in row["per_utterance"].items() if utt in utts}, {})
 
 
 def voice_row(scores: dict, utts: set[str]) -> dict:
@@ -48,25 +34,6 @@ def voice_row(scores: dict, utts: set[str]) -> dict:
     if INPUT_ROW in scores["rows"]:
         row["input_wer"] = subset(scores["rows"][INPUT_ROW], utts)["wer"]
     return row
-
-
-def render(rows: dict[str, dict]) -> str:
-    header = ["input voice"] + [title for title, _, _ in COLUMNS]
-    body = []
-    for name, row in rows.items():
-        cells = []
-        for _, key, fmt in COLUMNS:
-            value = row.get(key)
-            cells.append("-" if value is None or not math.isfinite(value) else fmt.format(value))
-        body.append([name, *cells])
-    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-    lines = [
-        [line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)]
-        for line in [header, *body]
-    ]
-    rule = "  ".join("-" * w for w in widths)
-    text = ["  ".join(line).rstrip() for line in lines]
-    return "\n".join([text[0], rule, *text[1:]])
 
 
 def main() -> None:
@@ -84,13 +51,11 @@ def main() -> None:
         rows["seen source (the training source)"] = voice_row(json.loads(seen.read_text()), utts)
     rows.update({f"unseen: {name}": voice_row(scores, utts) for name, scores in unseen.items()})
     table = (
-        render(rows)
+        format_table(rows, COLUMNS, first="input voice")
         + f"\n({len(utts)} eval utterances each; WER of the input itself, then of the converted speech)"
     )
     print(table)
-    partial = exp / ".unseen_scores.txt.tmp"
-    partial.write_text(table + "\n")
-    partial.replace(exp / "unseen_scores.txt")
+    atomic_write_text(exp / "unseen_scores.txt", table + "\n")
 
 
 if __name__ == "__main__":

@@ -114,6 +114,8 @@ def sped_up(rows: list[tuple[str, Path, Path]], out: Path, src: str) -> list[str
     import soundfile as sf
     import soxr
 
+    from vc.audio import write_audio
+
     name = f"{src}-x{SPEEDUP:g}"
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -123,9 +125,7 @@ def sped_up(rows: list[tuple[str, Path, Path]], out: Path, src: str) -> list[str
             continue
         wave, rate = sf.read(source, dtype="float32")
         faster = soxr.resample(wave, rate * SPEEDUP, rate)  # fewer samples at the same rate
-        partial = folder / f".{utt}.wav.tmp"
-        sf.write(partial, faster, rate, format="WAV")
-        partial.replace(target)
+        write_audio(target, faster, rate)  # atomic, 16-bit
     return [f"{name}: {src}'s eval recordings played {SPEEDUP:g}x faster (pitch, formants, tempo)"]
 
 
