@@ -11,7 +11,7 @@
 #                  the Griffin-Lim ceilings and the natural target -> EXP/scores.{txt,json}
 #   7 report       static HTML listening report -> EXP/report/index.html
 #   8 unseen       voices no training used (other real speakers of the corpus, the target's own recordings
-#                  as input, TTS voices, pitch-shifted source) read the first --unseen_utts eval prompts;
+#                  as input, TTS voices, the source sped up 1.19x) read the first --unseen_utts eval prompts;
 #                  each is converted and scored -> EXP/unseen_scores.txt (seen vs unseen rows)
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
