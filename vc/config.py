@@ -146,6 +146,11 @@ class TrainConfig:
     keep_checkpoints: int = 3
     evolution_columns: int = 8
     amp: bool = True  # only used on CUDA
+    # Which checkpoint becomes best.pt: the lowest teacher-forced dev loss ("loss"), or the
+    # lowest mel-cepstral distance of free-running dev conversions ("free_running", see
+    # vc/selection.py), which keeps tracking quality after the loss has gone flat.
+    select_by: str = "loss"
+    select_utterances: int = 32  # dev utterances converted for "free_running"
 
 
 @dataclass
@@ -189,9 +194,10 @@ POSITIVE = {
     ),
     "vocoder": ("griffin_lim_iters",),
     "data": ("batch_size", "num_fixed_utterances"),
-    "train": ("max_steps", "eval_every", "log_every", "evolution_columns"),
+    "train": ("max_steps", "eval_every", "log_every", "evolution_columns", "select_utterances"),
 }
 SOURCE_NORMALIZATIONS = ("speaker", "utterance")
+SELECT_BY = ("loss", "free_running")
 ODD = ("encoder_conv_kernel", "postnet_kernel", "attention_location_kernel")
 
 
@@ -216,6 +222,10 @@ def _validate(config: Config) -> None:
         raise ConfigError(
             f"inference.source_normalization must be one of {', '.join(SOURCE_NORMALIZATIONS)}, "
             f"got {config.inference.source_normalization!r}"
+        )
+    if config.train.select_by not in SELECT_BY:
+        raise ConfigError(
+            f"train.select_by must be one of {', '.join(SELECT_BY)}, got {config.train.select_by!r}"
         )
     augment = config.augment
     if not 0.0 <= augment.probability <= 1.0:

@@ -28,6 +28,7 @@ from vc.losses import teacher_forced_losses
 from vc.metrics import diagonal_ratio, focus_rate
 from vc.model import Seq2SeqVC, decoder_steps
 from vc.plotting import alignment_figure, evolution_figure, mel_figure, save_figure, stop_figure
+from vc.selection import free_running_distance
 from vc.vocoder import GriffinLimVocoder
 
 log = logging.getLogger(__name__)
@@ -48,16 +49,23 @@ class Monitor:
 
     @torch.no_grad()
     def evaluate(self, model: Seq2SeqVC, dev_set: ParallelDataset, step: int) -> float:
-        """Teacher-forced dev loss over the whole dev list, then the fixed-utterance views."""
+        """Log the dev views and return the score that train.select_by ranks checkpoints by (lower wins).
+
+        The teacher-forced dev loss over the whole dev list always; with
+        ``select_by: free_running`` also the free-running dev distance (vc/selection.py).
+        """
         model.eval()
         # A private RNG stream: evaluation neither perturbs training (exact resume)
         # nor changes between evaluations (prenet dropout stays on at inference).
         with private_rng(self.config.train.seed, self.device):
-            valid_loss = self._dev_loss(model, dev_set, step)
+            score = self._dev_loss(model, dev_set, step)
+            if self.config.train.select_by == "free_running":
+                score = free_running_distance(model, dev_set, self.config, self.tgt_stats, self.device)
+                self.writer.add_scalar("valid/free_running/mel_cepstral_distance", score, step)
             self._fixed_utterances(model, dev_set, step)
         model.train()
         self.writer.flush()
-        return valid_loss
+        return score
 
     def _dev_loss(self, model, dev_set, step) -> float:
         totals: dict[str, float] = {}

@@ -238,8 +238,8 @@ class Trainer:
 
     def _evaluate_and_save(self) -> None:
         if self.is_main:
-            valid_loss = self.monitor.evaluate(self.model, self.dev_set, self.step)
-            self._save(valid_loss)
+            score = self.monitor.evaluate(self.model, self.dev_set, self.step)
+            self._save(score)
         if self.world_size > 1:
             dist.barrier()
 
@@ -258,17 +258,19 @@ class Trainer:
             "elapsed_seconds": time.monotonic() - self.started,
         }
 
-    def _save(self, valid_loss: float) -> None:
+    def _save(self, score: float) -> None:
+        """Save this step; it becomes best.pt when its train.select_by score is the lowest so far."""
         folder = self.out_dir / "checkpoints"
-        improved = valid_loss < self.best_valid_loss
+        improved = score < self.best_valid_loss
         if improved:
-            self.best_valid_loss = valid_loss
+            self.best_valid_loss = score
         payload = self._payload()
         save_checkpoint(folder / f"step{self.step:07d}.pt", payload)
         if improved:
             save_checkpoint(folder / "best.pt", payload)
         prune_checkpoints(folder, self.config.train.keep_checkpoints)
-        log.info("step %d: valid loss %.4f%s", self.step, valid_loss, " (best)" if improved else "")
+        label = "free-running dev distance [dB]" if self.config.train.select_by == "free_running" else "valid loss"
+        log.info("step %d: %s %.4f%s", self.step, label, score, " (best)" if improved else "")
 
     def _newest_readable_checkpoint(self) -> tuple[Path, dict]:
         """The newest step checkpoint that loads; damaged newer ones are skipped and kept.

@@ -1,0 +1,55 @@
+"""Checkpoint selection by free-running dev conversions (vc/selection.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from tests.test_train import tiny_training_config
+from vc.checkpoint import load_checkpoint
+from vc.config import Config, ConfigError
+from vc.selection import log_mel_cepstrum, mel_cepstral_distance
+from vc.train import train
+
+
+def _log_mels(frames: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    # Smooth over time, so that repeating frames is a plausible slower rendition.
+    return np.cumsum(rng.normal(0, 0.1, (frames, 20)), axis=0) - 3.0
+
+
+def test_cepstrum_shape_and_an_identical_sequence_scores_zero():
+    mels = _log_mels(30)
+    assert log_mel_cepstrum(mels).shape == (30, 24)
+    assert mel_cepstral_distance(mels, mels) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_timing_and_level_do_not_count_but_spectral_shape_does():
+    mels = _log_mels(30)
+    slower = np.repeat(mels, 2, axis=0)  # same frames, twice as long
+    louder = mels + 0.5  # +5 dB on every band: c0 only
+    assert mel_cepstral_distance(slower, mels) == pytest.approx(0.0, abs=1e-9)
+    assert mel_cepstral_distance(louder, mels) == pytest.approx(0.0, abs=1e-9)
+    tilted = mels + np.linspace(-0.5, 0.5, 20)  # a spectral tilt changes the shape
+    other = _log_mels(30, seed=1)
+    assert 0 < mel_cepstral_distance(tilted, mels) < mel_cepstral_distance(other, mels)
+
+
+def test_free_running_selection_keeps_the_checkpoint_with_the_lowest_distance(tmp_path, caplog):
+    caplog.set_level("INFO", logger="vc.train")
+    config = tiny_training_config(tmp_path, select_by="free_running", select_utterances=2)
+    out = tmp_path / "exp"
+    train(config, out, progress=False)
+    events = EventAccumulator(str(out / "tensorboard"), size_guidance={"scalars": 0}).Reload()
+    distances = {e.step: e.value for e in events.Scalars("valid/free_running/mel_cepstral_distance")}
+    assert sorted(distances) == [3, 6]
+    best = load_checkpoint(out / "checkpoints" / "best.pt")
+    assert best["step"] == min(distances, key=distances.get)
+    assert best["best_valid_loss"] == pytest.approx(min(distances.values()), rel=1e-5)
+    assert "free-running dev distance" in caplog.text
+
+
+def test_an_unknown_selection_rule_is_a_config_error():
+    with pytest.raises(ConfigError, match="train.select_by must be one of loss, free_running"):
+        Config.from_dict({"train": {"select_by": "wer"}})
