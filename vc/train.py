@@ -269,7 +269,11 @@ class Trainer:
         if improved:
             save_checkpoint(folder / "best.pt", payload)
         prune_checkpoints(folder, self.config.train.keep_checkpoints)
-        label = "free-running dev distance [dB]" if self.config.train.select_by == "free_running" else "valid loss"
+        label = (
+            "free-running dev distance [dB]"
+            if self.config.train.select_by == "free_running"
+            else "valid loss"
+        )
         log.info("step %d: %s %.4f%s", self.step, label, score, " (best)" if improved else "")
 
     def _newest_readable_checkpoint(self) -> tuple[Path, dict]:
