@@ -2,7 +2,7 @@
 
 The log-mel follows the ARCTIC recipes of ESPnet and seq2seq-vc so numbers
 compare: magnitude STFT (zero-padded, centred frames), Slaney mel filterbank
-(`librosa.filters.mel` defaults), log_base(max(mel, log_floor)).
+(`librosa.filters.mel` defaults, computed in vc/dsp.py), log_base(max(mel, log_floor)).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-import librosa
 import numpy as np
 import soundfile as sf
 import torch
 
 from vc.config import AudioConfig
+from vc.dsp import mel_filterbank, trim_silence
 from vc.errors import AudioError
 from vc.fileio import atomic_open
 
@@ -63,11 +63,11 @@ def prepare_wave(wave: np.ndarray, sample_rate: int, config: AudioConfig, name: 
         raise AudioError(f"{name} is silent")
     _check_duration(wave.size / sample_rate, config, name)
     if sample_rate != config.sample_rate:
+        import librosa  # only here: importing it costs a conversion's cold start about a second
+
         wave = librosa.resample(wave, orig_sr=sample_rate, target_sr=config.sample_rate)
     if config.trim_top_db > 0:
-        wave, _ = librosa.effects.trim(
-            wave, top_db=config.trim_top_db, frame_length=config.win_length, hop_length=config.hop_length
-        )
+        wave = trim_silence(wave, config.trim_top_db, config.win_length, config.hop_length)
     if wave.size < config.win_length:
         raise AudioError(
             f"{name} is too short: {wave.size} samples of sound, at least {config.win_length} needed"
@@ -117,15 +117,7 @@ def _first_line(exc: Exception) -> str:
 
 def mel_basis(config: AudioConfig) -> np.ndarray:
     """(n_mels, n_fft // 2 + 1) Slaney-scale, Slaney-normalised filterbank."""
-    return librosa.filters.mel(
-        sr=config.sample_rate,
-        n_fft=config.n_fft,
-        n_mels=config.n_mels,
-        fmin=config.fmin,
-        fmax=config.fmax,
-        htk=False,
-        norm="slaney",
-    )
+    return mel_filterbank(config.sample_rate, config.n_fft, config.n_mels, config.fmin, config.fmax)
 
 
 class LogMel(torch.nn.Module):

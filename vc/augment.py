@@ -19,12 +19,12 @@ The target side is never touched: the model must still produce slt.
 
 from __future__ import annotations
 
-import librosa
 import numpy as np
 import torch
 
 from vc.audio import FeatureStats
 from vc.config import AudioConfig, AugmentConfig
+from vc.dsp import hz_to_mel, mel_frequencies
 
 WARP_GRID = 64  # warp factors are drawn from this many log-spaced values: one gather table
 
@@ -34,10 +34,10 @@ def warp_table(audio: AudioConfig, factors: np.ndarray) -> torch.Tensor:
 
     A voice scaled by factor a has at frequency f what the original had at f / a.
     """
-    centers_hz = librosa.mel_frequencies(audio.n_mels + 2, fmin=audio.fmin, fmax=audio.fmax)[1:-1]
-    centers_mel = librosa.hz_to_mel(centers_hz)
+    centers_hz = mel_frequencies(audio.n_mels + 2, audio.fmin, audio.fmax)[1:-1]
+    centers_mel = hz_to_mel(centers_hz)
     bins = np.arange(audio.n_mels, dtype=np.float64)
-    rows = [np.interp(librosa.hz_to_mel(centers_hz / factor), centers_mel, bins) for factor in factors]
+    rows = [np.interp(hz_to_mel(centers_hz / factor), centers_mel, bins) for factor in factors]
     return torch.tensor(np.stack(rows), dtype=torch.float32)
 
 

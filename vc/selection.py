@@ -25,14 +25,16 @@ CEPSTRAL_ORDER = 24  # coefficients 1..24 compared; c0 (level) left out, as MCD 
 
 
 def log_mel_cepstrum(log10_mel: np.ndarray, order: int = CEPSTRAL_ORDER) -> np.ndarray:
-    """Cepstrum of log-mel frames: the orthonormal DCT-II of natural-log mel energies, c1..c_order.
+    """Cepstrum of log-mel frames, c1..c_order: the DCT-II of natural-log mel magnitudes, scaled 1/n_mels.
 
+    That scale is the real cepstrum of the (even, 2 * n_mels point) log spectrum, the
+    scale the MCD formula expects, so the distance reads in the same dB as MCD.
     Shapes: (frames, n_mels) -> (frames, order).
     """
     n_mels = log10_mel.shape[1]
     k = np.arange(1, order + 1)[:, None]
     n = np.arange(n_mels)[None, :]
-    basis = math.sqrt(2.0 / n_mels) * np.cos(math.pi * k * (n + 0.5) / n_mels)
+    basis = np.cos(math.pi * k * (n + 0.5) / n_mels) / n_mels
     return (np.log(10.0) * np.asarray(log10_mel, dtype=np.float64)) @ basis.T
 
 
