@@ -111,7 +111,7 @@ def griffin_lim(
         magnitude = magnitude * _frame_mask(frame_lens, frames, magnitude.dtype).unsqueeze(1)
     # Drawn for the whole batch at once, so that the generator gives the same
     # phases however the items are then grouped.
-    start = magnitude * _initial_phasor(magnitude, init, generator)
+    start = _with_phase(magnitude, _initial_phase(magnitude, init, generator))
     stft = _Stft(n_fft, hop_length, window, magnitude.dtype, magnitude.device)
     iterations = dict(n_iter=n_iter, momentum=momentum, beta=beta, gamma=gamma)
     if magnitude.device.type != "cpu" or batch == 1 or not _ITEM_BY_ITEM_ON_CPU:
@@ -263,20 +263,23 @@ class _Stft:
         return torch.where(inside, inverse, torch.zeros_like(inverse))
 
 
-def _initial_phasor(magnitude: torch.Tensor, init: str | torch.Tensor, generator) -> torch.Tensor:
-    """Unit complex numbers exp(i phase) shaped like ``magnitude``."""
+def _initial_phase(magnitude: torch.Tensor, init: str | torch.Tensor, generator) -> torch.Tensor:
+    """Phases in radians shaped like ``magnitude``."""
     if isinstance(init, torch.Tensor):
-        phase = init.to(device=magnitude.device, dtype=magnitude.dtype).expand_as(magnitude)
-    elif init == "random":
+        return init.to(device=magnitude.device, dtype=magnitude.dtype).expand_as(magnitude)
+    if init == "random":
         # Drawn where the generator lives, so a CPU generator seeds a CUDA run too.
         device = generator.device if generator is not None else magnitude.device
         phase = torch.rand(magnitude.shape, generator=generator, device=device, dtype=magnitude.dtype)
-        phase = phase.to(magnitude.device) * (2 * math.pi)
-    elif init == "zero":
-        phase = torch.zeros_like(magnitude)
-    else:
-        raise ValueError(f"init must be 'random', 'zero' or a tensor of phases, got {init!r}")
-    return torch.polar(torch.ones_like(phase), phase)
+        return phase.to(magnitude.device) * (2 * math.pi)
+    if init == "zero":
+        return torch.zeros_like(magnitude)
+    raise ValueError(f"init must be 'random', 'zero' or a tensor of phases, got {init!r}")
+
+
+def _with_phase(magnitude: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
+    """magnitude * exp(i phase); torch.polar and a complex multiply cost 3-6x more on a CPU."""
+    return torch.complex(magnitude * torch.cos(phase), magnitude * torch.sin(phase))
 
 
 def _frame_mask(frame_lens: torch.Tensor, frames: int, dtype: torch.dtype) -> torch.Tensor:
