@@ -44,14 +44,23 @@ def gl_comparison(rows: list[dict]) -> dict:
 
 
 def goal_griffinlim(gl: dict) -> dict:
+    """Met at a batch size when ours is 3x faster at 32 iterations with equal convergence, or when
+    a variant run to librosa-32's spectral convergence (the matched-quality runs) is 3x faster."""
     parts, met = [], True
+    matched = gl.get("matched_quality") or {}
     for batch in ("1", "8"):
         c = gl_comparison(gl["rows"][batch])
-        met = met and c["speedup"] >= GL_SPEEDUP_GOAL and c["sc_ok"]
-        parts.append(
-            f"batch {batch}: {c['speedup']:.2f}x vs {c['librosa']['method']}, SC "
+        best = c["speedup"] if c["sc_ok"] else 0.0
+        part = (
+            f"batch {batch}: {c['speedup']:.2f}x vs {c['librosa']['method']} at 32 iterations, SC "
             f"{c['ours']['spectral_convergence']:.4f} vs {c['librosa']['spectral_convergence']:.4f}"
         )
+        for name, entry in matched.items():
+            if isinstance(entry, dict) and entry.get("n_iter") is not None and batch in entry:
+                best = max(best, entry[batch]["speedup"])
+                part += f"; {name} to librosa-32's SC in {entry['n_iter']} iterations: {entry[batch]['speedup']:.2f}x"
+        met = met and best >= GL_SPEEDUP_GOAL
+        parts.append(part)
     return {
         "goal": f"Griffin-Lim >= {GL_SPEEDUP_GOAL:g}x faster than librosa at equal (within "
         f"{100 * GL_SC_TOLERANCE:g} %) or better spectral convergence, batch 1 and 8",

@@ -80,3 +80,35 @@ def test_cold_start_times_vc_convert_with_the_bundled_model_on_an_eval_utterance
     assert result["convert_median_s"] == 1.5 and result["repeats"] >= 3
     convert = [c for c in commands if "convert" in c]
     assert convert and all("--checkpoint" not in c for c in convert)  # the bundled model, as a user runs it
+
+
+def _gl_rows(ours_s: float, librosa_s: float, ours_sc: float = 0.05) -> list[dict]:
+    return [
+        {
+            "method": "vc.vocoder.griffin_lim (2 threads)",
+            "seconds_per_utterance": ours_s,
+            "spectral_convergence": ours_sc,
+        },
+        {
+            "method": "librosa.griffinlim, item by item",
+            "seconds_per_utterance": librosa_s,
+            "spectral_convergence": 0.05,
+        },
+    ]
+
+
+def test_griffin_lim_goal_counts_a_variant_run_to_librosas_convergence():
+    import report
+
+    at_32 = {"1": _gl_rows(0.04, 0.1), "8": _gl_rows(0.05, 0.1)}  # 2.5x and 2.0x
+    matched = {"accelerated": {"n_iter": 26, "1": {"speedup": 3.2}, "8": {"speedup": 3.1}}}
+    assert not report.goal_griffinlim({"rows": at_32})["met"]
+    goal = report.goal_griffinlim({"rows": at_32, "matched_quality": matched})
+    assert goal["met"] and "accelerated to librosa-32's SC in 26 iterations: 3.10x" in goal["value"]
+    matched["accelerated"]["8"]["speedup"] = 2.9  # one batch size short
+    assert not report.goal_griffinlim({"rows": at_32, "matched_quality": matched})["met"]
+    worse = {
+        "1": _gl_rows(0.01, 0.1, ours_sc=0.06),
+        "8": _gl_rows(0.01, 0.1, ours_sc=0.06),
+    }  # fast, not converged
+    assert not report.goal_griffinlim({"rows": worse})["met"]
