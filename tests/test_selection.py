@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -10,7 +12,7 @@ from tests.test_train import tiny_training_config
 from vc.checkpoint import load_checkpoint
 from vc.config import Config, ConfigError
 from vc.selection import log_mel_cepstrum, mel_cepstral_distance
-from vc.train import train
+from vc.train import resumed_best_score, train
 
 
 def _log_mels(frames: int, seed: int = 0) -> np.ndarray:
@@ -46,8 +48,17 @@ def test_free_running_selection_keeps_the_checkpoint_with_the_lowest_distance(tm
     assert sorted(distances) == [3, 6]
     best = load_checkpoint(out / "checkpoints" / "best.pt")
     assert best["step"] == min(distances, key=distances.get)
-    assert best["best_valid_loss"] == pytest.approx(min(distances.values()), rel=1e-5)
+    assert best["best_score"]["select_by"] == "free_running"
+    assert best["best_score"]["value"] == pytest.approx(min(distances.values()), rel=1e-5)
     assert "free-running dev distance" in caplog.text
+
+
+def test_a_resumed_run_compares_only_scores_of_its_own_rule():
+    written = {"best_score": {"select_by": "loss", "value": 1.5}}
+    assert resumed_best_score(written, "loss") == 1.5
+    assert resumed_best_score(written, "free_running") == math.inf  # a loss is no distance
+    assert resumed_best_score({"best_valid_loss": 1.2}, "loss") == 1.2  # older checkpoints
+    assert resumed_best_score({"best_valid_loss": 1.2}, "free_running") == math.inf
 
 
 def test_an_unknown_selection_rule_is_a_config_error():

@@ -93,7 +93,7 @@ class Trainer:
         self.use_amp = t.amp and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         self.step = 0
-        self.best_valid_loss = math.inf
+        self.best_score = math.inf  # lowest train.select_by score so far
         self.elapsed_before = 0.0
         if resume:
             self._resume()
@@ -254,16 +254,16 @@ class Trainer:
             "rng": rng_state(),
             "config": self.config.to_dict(),
             "stats": {"source": self.src_stats.to_dict(), "target": self.tgt_stats.to_dict()},
-            "best_valid_loss": self.best_valid_loss,
+            "best_score": {"select_by": self.config.train.select_by, "value": self.best_score},
             "elapsed_seconds": time.monotonic() - self.started,
         }
 
     def _save(self, score: float) -> None:
         """Save this step; it becomes best.pt when its train.select_by score is the lowest so far."""
         folder = self.out_dir / "checkpoints"
-        improved = score < self.best_valid_loss
+        improved = score < self.best_score
         if improved:
-            self.best_valid_loss = score
+            self.best_score = score
         payload = self._payload()
         save_checkpoint(folder / f"step{self.step:07d}.pt", payload)
         if improved:
@@ -307,7 +307,7 @@ class Trainer:
         except (RuntimeError, KeyError, ValueError) as exc:
             raise CheckpointError(f"{path} does not fit this config: {str(exc).splitlines()[0]}") from None
         self.step = payload["step"]
-        self.best_valid_loss = payload.get("best_valid_loss", math.inf)
+        self.best_score = resumed_best_score(payload, self.config.train.select_by)
         self.elapsed_before = payload.get("elapsed_seconds", 0.0)
         set_rng_state(payload["rng"])
         log.info("resumed from %s at step %d", path, self.step)
@@ -315,6 +315,18 @@ class Trainer:
     def close(self) -> None:
         if self.monitor is not None:
             self.monitor.close()
+
+
+def resumed_best_score(payload: dict, select_by: str) -> float:
+    """The best score a resumed run has to beat: inf when the checkpoint ranked by another rule.
+
+    Checkpoints written before train.select_by existed hold "best_valid_loss".
+    """
+    best = payload.get("best_score") or {
+        "select_by": "loss",
+        "value": payload.get("best_valid_loss", math.inf),
+    }
+    return best["value"] if best["select_by"] == select_by else math.inf
 
 
 def train(config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True) -> Path | None:
