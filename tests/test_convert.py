@@ -400,3 +400,16 @@ def test_verbose_shows_library_warnings_in_the_debug_log(tmp_path):
     )
     assert "DEBUG py.warnings" in result.stderr and "pickle protocol 5" in result.stderr, result.stderr
     assert result.stderr.splitlines()[-1].startswith("vc convert: error:")
+
+
+def test_converting_imports_neither_librosa_nor_scipy():
+    """Their imports cost about 2 s of a conversion's cold start (vc/dsp.py replaces what it used)."""
+    code = (
+        "import sys, numpy as np; from vc.audio import prepare_wave, LogMel; from vc.config import AudioConfig; "
+        "import vc.cli, vc.inference, vc.pretrained; "
+        "t = np.arange(16000) / 16000; prepare_wave(np.sin(2 * np.pi * 200 * t) * (t > 0.3), 16000, AudioConfig()); "
+        "LogMel(AudioConfig()); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'librosa', 'scipy', 'numba', 'matplotlib'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

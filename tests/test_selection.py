@@ -10,32 +10,44 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from tests.test_train import tiny_training_config
 from vc.checkpoint import load_checkpoint
-from vc.config import Config, ConfigError
+from vc.config import AudioConfig, Config, ConfigError
 from vc.selection import log_mel_cepstrum, mel_cepstral_distance
 from vc.train import resumed_best_score, train
 
+AUDIO = AudioConfig()  # log10 of mel magnitudes
 
-def _log_mels(frames: int, seed: int = 0) -> np.ndarray:
+
+def _log_mels(frames: int, seed: int = 0, bands: int = 40) -> np.ndarray:
     rng = np.random.default_rng(seed)
     # Smooth over time, so that repeating frames is a plausible slower rendition.
-    return np.cumsum(rng.normal(0, 0.1, (frames, 20)), axis=0) - 3.0
+    return np.cumsum(rng.normal(0, 0.1, (frames, bands)), axis=0) - 3.0
 
 
 def test_cepstrum_shape_and_an_identical_sequence_scores_zero():
     mels = _log_mels(30)
-    assert log_mel_cepstrum(mels).shape == (30, 24)
-    assert mel_cepstral_distance(mels, mels) == pytest.approx(0.0, abs=1e-9)
+    assert log_mel_cepstrum(mels, AUDIO).shape == (30, 24)
+    assert log_mel_cepstrum(mels[:, :10], AUDIO).shape == (30, 9)  # never more coefficients than bands allow
+    assert mel_cepstral_distance(mels, mels, AUDIO) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_the_distance_reads_features_by_their_log_base_and_power():
+    mels, other = _log_mels(30), _log_mels(30, seed=1)
+    base10 = mel_cepstral_distance(mels, other, AUDIO)
+    natural = AudioConfig(log_base=math.e)  # the same spectra as natural logs: values x ln 10
+    assert mel_cepstral_distance(mels * math.log(10), other * math.log(10), natural) == pytest.approx(base10)
+    power = AudioConfig(spectrogram_power=2.0)  # power mels: values x 2
+    assert mel_cepstral_distance(mels * 2, other * 2, power) == pytest.approx(base10)
 
 
 def test_timing_and_level_do_not_count_but_spectral_shape_does():
     mels = _log_mels(30)
     slower = np.repeat(mels, 2, axis=0)  # same frames, twice as long
-    louder = mels + 0.5  # +5 dB on every band: c0 only
-    assert mel_cepstral_distance(slower, mels) == pytest.approx(0.0, abs=1e-9)
-    assert mel_cepstral_distance(louder, mels) == pytest.approx(0.0, abs=1e-9)
-    tilted = mels + np.linspace(-0.5, 0.5, 20)  # a spectral tilt changes the shape
+    louder = mels + 0.5  # +10 dB on every band (log10 magnitudes): c0 only
+    assert mel_cepstral_distance(slower, mels, AUDIO) == pytest.approx(0.0, abs=1e-9)
+    assert mel_cepstral_distance(louder, mels, AUDIO) == pytest.approx(0.0, abs=1e-9)
+    tilted = mels + np.linspace(-0.5, 0.5, 40)  # a spectral tilt changes the shape
     other = _log_mels(30, seed=1)
-    assert 0 < mel_cepstral_distance(tilted, mels) < mel_cepstral_distance(other, mels)
+    assert 0 < mel_cepstral_distance(tilted, mels, AUDIO) < mel_cepstral_distance(other, mels, AUDIO)
 
 
 def test_free_running_selection_keeps_the_checkpoint_with_the_lowest_distance(tmp_path, caplog):

@@ -67,7 +67,9 @@ def prepare_wave(wave: np.ndarray, sample_rate: int, config: AudioConfig, name: 
 
         wave = librosa.resample(wave, orig_sr=sample_rate, target_sr=config.sample_rate)
     if config.trim_top_db > 0:
-        wave = trim_silence(wave, config.trim_top_db, config.win_length, config.hop_length)
+        wave = trim_silence(
+            wave, top_db=config.trim_top_db, frame_length=config.win_length, hop_length=config.hop_length
+        )
     if wave.size < config.win_length:
         raise AudioError(
             f"{name} is too short: {wave.size} samples of sound, at least {config.win_length} needed"
@@ -117,7 +119,9 @@ def _first_line(exc: Exception) -> str:
 
 def mel_basis(config: AudioConfig) -> np.ndarray:
     """(n_mels, n_fft // 2 + 1) Slaney-scale, Slaney-normalised filterbank."""
-    return mel_filterbank(config.sample_rate, config.n_fft, config.n_mels, config.fmin, config.fmax)
+    return mel_filterbank(
+        config.sample_rate, n_fft=config.n_fft, n_mels=config.n_mels, fmin=config.fmin, fmax=config.fmax
+    )
 
 
 class LogMel(torch.nn.Module):

@@ -34,7 +34,7 @@ def warp_table(audio: AudioConfig, factors: np.ndarray) -> torch.Tensor:
 
     A voice scaled by factor a has at frequency f what the original had at f / a.
     """
-    centers_hz = mel_frequencies(audio.n_mels + 2, audio.fmin, audio.fmax)[1:-1]
+    centers_hz = mel_frequencies(audio.n_mels + 2, fmin=audio.fmin, fmax=audio.fmax)[1:-1]
     centers_mel = hz_to_mel(centers_hz)
     bins = np.arange(audio.n_mels, dtype=np.float64)
     rows = [np.interp(hz_to_mel(centers_hz / factor), centers_mel, bins) for factor in factors]

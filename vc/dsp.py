@@ -21,6 +21,7 @@ _LOG_STEP = np.log(6.4) / 27.0
 
 
 def hz_to_mel(hz: np.ndarray) -> np.ndarray:
+    """Frequencies in Hz -> Slaney mels (float64)."""
     hz = np.asarray(hz, dtype=np.float64)
     mel = hz / _HZ_PER_MEL
     upper = hz >= _LOG_START_HZ
@@ -28,23 +29,24 @@ def hz_to_mel(hz: np.ndarray) -> np.ndarray:
 
 
 def mel_to_hz(mel: np.ndarray) -> np.ndarray:
+    """Slaney mels -> frequencies in Hz (float64); the inverse of hz_to_mel."""
     mel = np.asarray(mel, dtype=np.float64)
     upper = mel >= _LOG_START_MEL
     return np.where(upper, _LOG_START_HZ * np.exp(_LOG_STEP * (mel - _LOG_START_MEL)), _HZ_PER_MEL * mel)
 
 
-def mel_frequencies(count: int, fmin: float, fmax: float) -> np.ndarray:
+def mel_frequencies(count: int, *, fmin: float, fmax: float) -> np.ndarray:
     """``count`` frequencies [Hz] equally spaced on the Slaney mel scale from fmin to fmax."""
     return mel_to_hz(np.linspace(hz_to_mel(fmin), hz_to_mel(fmax), count))
 
 
-def mel_filterbank(sample_rate: int, n_fft: int, n_mels: int, fmin: float, fmax: float) -> np.ndarray:
+def mel_filterbank(sample_rate: int, *, n_fft: int, n_mels: int, fmin: float, fmax: float) -> np.ndarray:
     """(n_mels, n_fft // 2 + 1) float32 triangles on the Slaney scale, each of unit area in Hz.
 
     Equal to ``librosa.filters.mel(..., htk=False, norm="slaney")``.
     """
     bins_hz = np.fft.rfftfreq(n_fft, d=1.0 / sample_rate)
-    edges = mel_frequencies(n_mels + 2, fmin, fmax)
+    edges = mel_frequencies(n_mels + 2, fmin=fmin, fmax=fmax)
     widths = np.diff(edges)
     ramps = edges[:, None] - bins_hz[None, :]
     rising = -ramps[:-2] / widths[:-1, None]
@@ -54,18 +56,20 @@ def mel_filterbank(sample_rate: int, n_fft: int, n_mels: int, fmin: float, fmax:
     return (weights * (2.0 / (edges[2:] - edges[:-2]))[:, None]).astype(np.float32)
 
 
-def trim_silence(wave: np.ndarray, top_db: float, frame_length: int, hop_length: int) -> np.ndarray:
+def trim_silence(wave: np.ndarray, *, top_db: float, frame_length: int, hop_length: int) -> np.ndarray:
     """Cut leading and trailing frames quieter than the loudest frame's RMS minus ``top_db``.
 
     Equal to ``librosa.effects.trim(wave, top_db=..., frame_length=..., hop_length=...)[0]``:
     centred frames (zero padding of frame_length // 2), RMS level in dB with a
-    1e-5 amplitude floor; all of the wave is cut when no frame is loud enough.
+    1e-5 amplitude floor, compared in float32 as librosa does. The loudest frame is
+    always kept, so only an all-zero wave (returned whole) has no frame to cut to.
     """
     padded = np.pad(wave, frame_length // 2)
     frames = np.lib.stride_tricks.sliding_window_view(padded, frame_length)[::hop_length]
     # RMS, then its square, as librosa's rms -> amplitude_to_db path rounds it.
     power = np.square(np.sqrt(np.mean(np.abs(frames) ** 2, axis=-1)))
-    level_db = 10.0 * np.log10(np.maximum(power, 1e-10)) - 10.0 * np.log10(max(float(power.max()), 1e-10))
+    floor = np.float32(1e-10)
+    level_db = 10.0 * np.log10(np.maximum(power, floor)) - 10.0 * np.log10(np.maximum(power.max(), floor))
     loud = np.flatnonzero(level_db > -top_db)
     if loud.size == 0:
         return wave[:0]

@@ -58,11 +58,16 @@ class Monitor:
         # A private RNG stream: evaluation neither perturbs training (exact resume)
         # nor changes between evaluations (prenet dropout stays on at inference).
         with private_rng(self.config.train.seed, self.device):
-            score = self._dev_loss(model, dev_set, step)
-            if self.config.train.select_by == "free_running":
-                score = free_running_distance(model, dev_set, self.config, self.tgt_stats, self.device)
-                self.writer.add_scalar("valid/free_running/mel_cepstral_distance", score, step)
+            valid_loss = self._dev_loss(model, dev_set, step)
             self._fixed_utterances(model, dev_set, step)
+        if self.config.train.select_by == "loss":
+            score = valid_loss
+        else:
+            # Its own stream, after the views: the fixed utterances' figures are the
+            # same whichever rule selects checkpoints.
+            with private_rng(self.config.train.seed, self.device):
+                score = free_running_distance(model, dev_set, self.config, self.tgt_stats, self.device)
+            self.writer.add_scalar("valid/free_running/mel_cepstral_distance", score, step)
         model.train()
         self.writer.flush()
         return score

@@ -3,10 +3,13 @@
 The teacher-forced dev loss stops falling long before conversions stop improving:
 resuming the default bdl -> slt run from 30 to 62 minutes kept that loss flat from
 step ~1100 while the recognizer's word error rate fell from 72.8 to 63.0 % and MCD
-fell 0.2 dB. Conversion runs free, so the model is judged free-running here: the
-first dev utterances are converted as ``vc convert`` would, and each predicted
-log-mel is compared with the target's by a mel-cepstral distance after dynamic time
-warping (so a slower or faster output is not punished for its timing).
+(stage 6's, from WORLD analysis) fell 0.2 dB. Conversion runs free, so the model is
+judged free-running here: the first dev utterances are converted as ``vc convert``
+does with the default ``inference.source_normalization: speaker``, and each
+predicted log-mel is compared with the target's by a mel-cepstral distance after
+dynamic time warping (so a slower or faster output is not punished for its
+timing). It is a cheap stand-in for stage 6's MCD, on the same dB scale but from
+log-mels, so the two numbers are not interchangeable.
 """
 
 from __future__ import annotations
@@ -17,33 +20,34 @@ import numpy as np
 import torch
 
 from vc.audio import FeatureStats
-from vc.config import Config
+from vc.config import AudioConfig, Config
 from vc.data import ParallelDataset, collate
-from vc.metrics import MCD_SCALE, dtw
+from vc.metrics import dtw, mel_cepstral_distortion
 
 CEPSTRAL_ORDER = 24  # coefficients 1..24 compared; c0 (level) left out, as MCD does
 
 
-def log_mel_cepstrum(log10_mel: np.ndarray, order: int = CEPSTRAL_ORDER) -> np.ndarray:
+def log_mel_cepstrum(log_mel: np.ndarray, audio: AudioConfig, order: int = CEPSTRAL_ORDER) -> np.ndarray:
     """Cepstrum of log-mel frames, c1..c_order: the DCT-II of natural-log mel magnitudes, scaled 1/n_mels.
 
     That scale is the real cepstrum of the (even, 2 * n_mels point) log spectrum, the
-    scale the MCD formula expects, so the distance reads in the same dB as MCD.
-    Shapes: (frames, n_mels) -> (frames, order).
+    scale the MCD formula expects. Features are log_base of mel magnitudes raised to
+    spectrogram_power, so ln(magnitude) = ln(log_base) / spectrogram_power * feature.
+    Shapes: (frames, n_mels) -> (frames, min(order, n_mels - 1)).
     """
-    n_mels = log10_mel.shape[1]
-    k = np.arange(1, order + 1)[:, None]
+    n_mels = log_mel.shape[1]
+    k = np.arange(1, min(order, n_mels - 1) + 1)[:, None]
     n = np.arange(n_mels)[None, :]
     basis = np.cos(math.pi * k * (n + 0.5) / n_mels) / n_mels
-    return (np.log(10.0) * np.asarray(log10_mel, dtype=np.float64)) @ basis.T
+    to_ln_magnitude = math.log(audio.log_base) / audio.spectrogram_power
+    return (to_ln_magnitude * np.asarray(log_mel, dtype=np.float64)) @ basis.T
 
 
-def mel_cepstral_distance(predicted: np.ndarray, target: np.ndarray) -> float:
-    """Mean distance in dB (the MCD formula) between DTW-paired cepstra of two log10-mel sequences."""
-    a, b = log_mel_cepstrum(predicted), log_mel_cepstrum(target)
+def mel_cepstral_distance(predicted: np.ndarray, target: np.ndarray, audio: AudioConfig) -> float:
+    """Mean distance in dB (the MCD formula) between DTW-paired cepstra of two log-mel sequences."""
+    a, b = log_mel_cepstrum(predicted, audio), log_mel_cepstrum(target, audio)
     path_a, path_b, _ = dtw(a, b)
-    distances = np.sqrt(np.square(a[path_a] - b[path_b]).sum(axis=1))
-    return float(MCD_SCALE * distances.mean())
+    return mel_cepstral_distortion(a[path_a], b[path_b])
 
 
 @torch.no_grad()
@@ -63,6 +67,8 @@ def free_running_distance(
         target = tgt_stats.denormalize(batch.tgt.float()).cpu().numpy()
         for k in range(len(batch.utt_ids)):
             distances.append(
-                mel_cepstral_distance(predicted[k, : int(out.lens[k])], target[k, : int(batch.tgt_lens[k])])
+                mel_cepstral_distance(
+                    predicted[k, : int(out.lens[k])], target[k, : int(batch.tgt_lens[k])], config.audio
+                )
             )
     return float(np.mean(distances))

@@ -73,7 +73,7 @@ def griffin_lim(
     n_fft = 4 hop); torch.istft's overlap-add (unfold_backward, and an envelope
     rebuilt on every call) becomes adds of hop-shifted frame views and one
     multiplication by a precomputed inverse envelope; the magnitude is imposed
-    on the real view with rsqrt(re^2 + im^2) (complex abs and sgn cost more
+    by one complex-by-real multiply with rsqrt(re^2 + im^2) (complex abs and sgn cost more
     than the FFTs). On a CPU a padded batch runs item by item on each item's
     own frames: the same result, and a batch of 8 stays in cache (1.7x faster
     per utterance than as one batch). Accelerated Griffin-Lim with gamma=1.25,
@@ -218,10 +218,11 @@ class _Stft:
             buffer.unfold(-1, self.n_fft, self.hop_length)[:, :frames] * self.window, dim=-1
         )
         # magnitude / sqrt(tiny + re^2 + im^2), then one complex-by-real multiply in
-        # place. Complex abs (hypot) costs more than the FFTs, and arithmetic on the
-        # strided real and imaginary views of the complex tensor does not vectorise:
-        # squaring the contiguous real view first, and scaling the complex tensor
-        # itself, halves the time of this step (1 thread, 180 frames: 0.22 -> 0.11 ms).
+        # place. Complex abs (hypot) costs more than the FFTs. Squaring the whole
+        # contiguous real view, one add of its two halves, and scaling the complex
+        # tensor itself measured twice as fast as two addcmuls on the real and
+        # imaginary views plus a multiply of the real view (1 thread, 180 frames:
+        # 0.22 -> 0.11 ms beside the 0.12 ms FFT).
         squares = torch.view_as_real(spec).square()
         scale = torch.add(squares[..., 0], squares[..., 1]).add_(self.tiny).rsqrt_().mul_(magnitude)
         return spec.mul_(scale)

@@ -161,6 +161,10 @@ def _read_training(exp: Experiment) -> None:
     if valid:
         best = min(valid, key=lambda s: s.value)
         info["best validation loss"] = f"{best.value:.4f} at step {best.step}"
+    distance = exp.scalars.get("valid/free_running/mel_cepstral_distance", [])
+    if distance:  # train.select_by: free_running chose best.pt by this, not by the loss
+        best = min(distance, key=lambda s: s.value)
+        info["best.pt chosen by"] = f"free-running dev distance, {best.value:.3f} dB at step {best.step}"
     train_log = exp.folder / "train.log"
     if train_log.is_file():
         lines = train_log.read_text(errors="replace").splitlines()
