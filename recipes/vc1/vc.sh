@@ -131,5 +131,5 @@ if [ -f "$exp/unseen_scores.txt" ]; then echo "=== seen vs unseen voices"; cat "
 echo "checkpoint:  $exp/checkpoints/best.pt"
 echo "converted:   $exp/converted/eval"
 echo "report:      $exp/report/index.html"
-echo "unseen:      $exp/unseen_scores.txt"
+if [ -f "$exp/unseen_scores.txt" ]; then echo "unseen:      $exp/unseen_scores.txt"; fi
 echo "tensorboard: tensorboard --logdir $exp/tensorboard"
