@@ -64,9 +64,10 @@ def griffin_lim(
     zeros, exactly what the item alone would give.
 
     Speed, measured with the first 8 ARCTIC eval utterances (true magnitudes,
-    32 iterations, 1 torch thread, timed interleaved with librosa 0.11 on a
-    2-core Xeon that other jobs kept busy): 4.5-5.2x faster than librosa at
-    batch 1 and 8, where the torch.stft / torch.istft loop was 1.3-1.8x. The
+    32 iterations, timed interleaved with librosa 0.11; `bench/run.py --quick`
+    on an idle 2-core AMD EPYC, 2 torch threads): 6.3x / 5.8x faster than
+    librosa at batch 1 / 8, where a torch.stft / torch.istft loop was 1.3-1.8x
+    (an earlier measurement on a Xeon). The
     iterations run on signals, not spectrograms: momentum is linear and a
     consistent spectrogram is the STFT of a signal, so the extrapolation is
     taken on the overlap-added signal (a quarter of the spectrogram's size at
