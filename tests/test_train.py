@@ -241,6 +241,10 @@ def _ddp_gradient_worker(rank: int, port: int, out: str) -> None:
     torch.save(
         _gradients(model, src[half], src_lens[half], tgt[half], tgt_lens[half]), f"{out}/grad{rank}.pt"
     )
+    # Both ranks done before either tears down: a rank leaving while the other's gloo
+    # threads still talk to it aborted a worker ("terminate called without an active
+    # exception", once in CI with torch 2.14.1).
+    torch.distributed.barrier()
     torch.distributed.destroy_process_group()
 
 
