@@ -195,6 +195,13 @@ def collate(items) -> Batch:
     )
 
 
+def batches_in_order(dataset: ParallelDataset, batch_size: int, count: int | None = None):
+    """The first ``count`` items (all by default) as collated batches, in list order: the dev views."""
+    count = len(dataset) if count is None else min(count, len(dataset))
+    for start in range(0, count, batch_size):
+        yield collate([dataset[k] for k in range(start, min(start + batch_size, count))])
+
+
 class BucketBatchSampler(torch.utils.data.Sampler):
     """Endless, length-bucketed batches whose order is a function of the step.
 

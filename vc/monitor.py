@@ -22,7 +22,7 @@ from torch.utils.tensorboard import SummaryWriter
 from vc.audio import FeatureStats
 from vc.checkpoint import private_rng
 from vc.config import Config
-from vc.data import ParallelDataset, collate
+from vc.data import ParallelDataset, batches_in_order, collate
 from vc.fileio import atomic_open
 from vc.losses import teacher_forced_losses
 from vc.metrics import diagonal_ratio, focus_rate
@@ -75,9 +75,7 @@ class Monitor:
     def _dev_loss(self, model, dev_set, step) -> float:
         totals: dict[str, float] = {}
         frames = 0
-        batch_size = self.config.data.batch_size
-        for start in range(0, len(dev_set), batch_size):
-            batch = collate([dev_set[k] for k in range(start, min(start + batch_size, len(dev_set)))])
+        for batch in batches_in_order(dev_set, self.config.data.batch_size):
             batch = batch.to(self.device)
             losses = teacher_forced_losses(model, batch, self.config, guided_weight=1.0)
             weight = int(batch.tgt_lens.sum())

@@ -21,7 +21,7 @@ import torch
 
 from vc.audio import FeatureStats
 from vc.config import AudioConfig, Config
-from vc.data import ParallelDataset, collate
+from vc.data import ParallelDataset, batches_in_order
 from vc.metrics import dtw, mel_cepstral_distortion
 
 CEPSTRAL_ORDER = 24  # coefficients 1..24 compared; c0 (level) left out, as MCD does
@@ -58,10 +58,9 @@ def free_running_distance(
     count = min(config.train.select_utterances, len(dev_set))
     if count == 0:
         raise ValueError("free-running checkpoint selection needs at least one dev utterance")
-    batch_size = config.data.batch_size
     distances = []
-    for start in range(0, count, batch_size):
-        batch = collate([dev_set[k] for k in range(start, min(start + batch_size, count))]).to(device)
+    for batch in batches_in_order(dev_set, config.data.batch_size, count):
+        batch = batch.to(device)
         out = model.inference(batch.src, batch.src_lens, config.inference)
         predicted = tgt_stats.denormalize(out.after.float()).cpu().numpy()
         target = tgt_stats.denormalize(batch.tgt.float()).cpu().numpy()
