@@ -97,11 +97,14 @@ def compute_losses(
     return Losses(spectral + stop + guided_weight * guided, spectral, stop, guided)
 
 
-def teacher_forced_losses(model, batch, config, guided_weight: float) -> Losses:
-    """Teacher-forced forward of a vc.data.Batch and its losses, as training and validation compute them."""
+def teacher_forced_losses(model, batch, config, guided_weight: float, return_output: bool = False):
+    """Teacher-forced forward of a vc.data.Batch and its Losses, as training and validation compute them.
+
+    With ``return_output`` also the model's Seq2SeqOutput, for losses computed on it elsewhere.
+    """
     out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
     t = config.train
-    return compute_losses(
+    losses = compute_losses(
         out,
         batch.tgt,
         batch.tgt_lens,
@@ -110,3 +113,4 @@ def teacher_forced_losses(model, batch, config, guided_weight: float) -> Losses:
         t.guided_attention_sigma,
         guided_weight,
     )
+    return (losses, out) if return_output else losses
