@@ -100,9 +100,6 @@ class DataConfig:
     train_list: str = ""
     dev_list: str = ""
     cache_dir: str = ""  # defaults to EXP/features
-    # Transcripts for the phonetic losses (utt_id<TAB>text or an ARCTIC txt.done.data); by default the
-    # etc/txt.done.data beside each target recording's folder. Unused when both CTC weights are 0.
-    transcripts: str = ""
     batch_size: int = 32
     num_workers: int = 0
     # Fixed dev utterances whose alignments are logged (first N of the dev list).
@@ -154,10 +151,6 @@ class TrainConfig:
     # vc/selection.py), which keeps tracking quality after the loss has gone flat.
     select_by: str = "loss"
     select_utterances: int = 32  # dev utterances converted for "free_running"
-    # Phonetic supervision (vc/phonetic.py), needs transcripts: CTC on the encoder's annotations, and
-    # CTC of a character recogniser (trained on the natural target mels) on the predicted mels. 0 = off.
-    encoder_ctc_weight: float = 0.0
-    output_ctc_weight: float = 0.0
 
 
 @dataclass
@@ -234,9 +227,6 @@ def _validate(config: Config) -> None:
         raise ConfigError(
             f"train.select_by must be one of {', '.join(SELECT_BY)}, got {config.train.select_by!r}"
         )
-    for key in ("encoder_ctc_weight", "output_ctc_weight"):
-        if getattr(config.train, key) < 0:
-            raise ConfigError(f"train.{key} must not be negative, got {getattr(config.train, key)}")
     augment = config.augment
     if not 0.0 <= augment.probability <= 1.0:
         raise ConfigError(f"augment.probability must be in [0, 1], got {augment.probability}")

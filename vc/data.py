@@ -143,20 +143,10 @@ def speaker_stats(
 
 
 class ParallelDataset(torch.utils.data.Dataset):
-    """Normalised (utt_id, source, target, text) items in a fixed (sorted id) order.
+    """Normalised (utt_id, source, target) float tensors, in a fixed (sorted id) order."""
 
-    text is the transcript's character ids (vc/text.py) when ``texts`` is given, else None.
-    """
-
-    def __init__(
-        self,
-        features: Features,
-        src_stats: FeatureStats,
-        tgt_stats: FeatureStats,
-        texts: dict[str, list[int]] | None = None,
-    ):
+    def __init__(self, features: Features, src_stats: FeatureStats, tgt_stats: FeatureStats):
         self.ids = sorted(features)
-        self.texts = None if texts is None else [torch.tensor(texts[i], dtype=torch.long) for i in self.ids]
         self.items = [
             (
                 torch.from_numpy(src_stats.normalize(features[i][0])),
@@ -169,7 +159,7 @@ class ParallelDataset(torch.utils.data.Dataset):
         return len(self.ids)
 
     def __getitem__(self, index: int):
-        return self.ids[index], *self.items[index], None if self.texts is None else self.texts[index]
+        return self.ids[index], *self.items[index]
 
     def lengths(self) -> list[int]:
         return [max(len(src), len(tgt)) for src, tgt in self.items]
@@ -182,8 +172,6 @@ class Batch:
     src_lens: torch.Tensor  # (B,)
     tgt: torch.Tensor  # (B, T_tgt, n_mels)
     tgt_lens: torch.Tensor  # (B,)
-    text: torch.Tensor | None = None  # (sum of text_lens,) character ids, concatenated as CTC takes them
-    text_lens: torch.Tensor | None = None  # (B,)
 
     def to(self, device) -> Batch:
         return Batch(
@@ -192,23 +180,18 @@ class Batch:
             self.src_lens.to(device),
             self.tgt.to(device),
             self.tgt_lens.to(device),
-            None if self.text is None else self.text.to(device),
-            None if self.text_lens is None else self.text_lens.to(device),
         )
 
 
 def collate(items) -> Batch:
-    ids, sources, targets, texts = zip(*items, strict=True)
+    ids, sources, targets = zip(*items, strict=True)
     pad = torch.nn.utils.rnn.pad_sequence
-    has_text = all(t is not None for t in texts)
     return Batch(
         list(ids),
         pad(sources, batch_first=True),
         torch.tensor([len(s) for s in sources]),
         pad(targets, batch_first=True),
         torch.tensor([len(t) for t in targets]),
-        torch.cat(texts) if has_text else None,
-        torch.tensor([len(t) for t in texts]) if has_text else None,
     )
 
 

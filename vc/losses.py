@@ -97,14 +97,11 @@ def compute_losses(
     return Losses(spectral + stop + guided_weight * guided, spectral, stop, guided)
 
 
-def teacher_forced_losses(model, batch, config, guided_weight: float, return_output: bool = False):
-    """Teacher-forced forward of a vc.data.Batch and its Losses, as training and validation compute them.
-
-    With ``return_output`` also the model's Seq2SeqOutput, for losses computed on it elsewhere.
-    """
+def teacher_forced_losses(model, batch, config, guided_weight: float) -> Losses:
+    """Teacher-forced forward of a vc.data.Batch and its losses, as training and validation compute them."""
     out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
     t = config.train
-    losses = compute_losses(
+    return compute_losses(
         out,
         batch.tgt,
         batch.tgt_lens,
@@ -113,4 +110,3 @@ def teacher_forced_losses(model, batch, config, guided_weight: float, return_out
         t.guided_attention_sigma,
         guided_weight,
     )
-    return (losses, out) if return_output else losses

@@ -32,17 +32,15 @@ from vc.data import (
     collate,
     feature_cache_dir,
     load_features,
-    read_pair_list,
     require_lists,
     speaker_stats,
 )
 from vc.errors import CheckpointError
 from vc.fileio import atomic_write_text
+from vc.losses import teacher_forced_losses
 from vc.model import build_model
 from vc.monitor import Monitor
-from vc.phonetic import TrainingObjective, uses_text
 from vc.progress import progress
-from vc.text import transcripts_for
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +83,8 @@ class Trainer:
         torch.manual_seed(config.train.seed + self.rank)
         self._load_data()
         self.model = build_model(config.audio.n_mels, config.model).to(self.device)
-        # The model plus its training-only heads (vc/phonetic.py): one module to optimise and sync.
-        self.objective = TrainingObjective(self.model, config).to(self.device)
         self.optimizer = torch.optim.AdamW(
-            self.objective.parameters(), lr=config.train.learning_rate, weight_decay=config.train.weight_decay
+            self.model.parameters(), lr=config.train.learning_rate, weight_decay=config.train.weight_decay
         )
         t = config.train
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -103,7 +99,7 @@ class Trainer:
             self._resume()
         self.ddp = (
             torch.nn.parallel.DistributedDataParallel(
-                self.objective, device_ids=[self.device] if self.device.type == "cuda" else None
+                self.model, device_ids=[self.device] if self.device.type == "cuda" else None
             )
             if self.world_size > 1
             else None
@@ -120,11 +116,7 @@ class Trainer:
             dist.barrier()
         if not self.is_main:
             train, dev = self._features_and_stats(progress=False)
-        texts = None
-        if uses_text(self.config):
-            pairs = read_pair_list(require_lists(self.config)[0])
-            texts = transcripts_for({p.utt_id: p.target for p in pairs}, self.config.data.transcripts)
-        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, texts)
+        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats)
         self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats)
         augment = self.config.augment
         self.augment = (
@@ -168,14 +160,14 @@ class Trainer:
         batch = batch.to(self.device)
         if self.augment is not None:  # training batches only: dev losses stay comparable across runs
             batch = dataclasses.replace(batch, src=self.augment(batch.src, batch.src_lens))
-        objective = self.ddp or self.objective
-        objective.train()
+        model = self.ddp or self.model
+        model.train()
         with torch.autocast(self.device.type, enabled=self.use_amp):
-            losses, phonetic = objective(batch, self.guided_attention_weight())
+            losses = teacher_forced_losses(model, batch, self.config, self.guided_attention_weight())
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(losses.total).backward()
         self.scaler.unscale_(self.optimizer)
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.objective.parameters(), t.grad_clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.scheduler.step()
@@ -188,7 +180,6 @@ class Trainer:
             "opt/grad_norm": float(grad_norm),
             "opt/lr": self.scheduler.get_last_lr()[0],
             "opt/guided_attention_weight": self.guided_attention_weight(),
-            **{f"loss/ctc_{name}": loss.item() for name, loss in phonetic.items()},
         }
 
     def _should_stop(self) -> bool:
@@ -257,7 +248,6 @@ class Trainer:
         return {
             "step": self.step,
             "model": self.model.state_dict(),
-            "phonetic": None if self.objective.phonetic is None else self.objective.phonetic.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "scaler": self.scaler.state_dict(),
@@ -311,12 +301,10 @@ class Trainer:
         path, payload = self._newest_readable_checkpoint()
         try:
             self.model.load_state_dict(payload["model"])
-            if self.objective.phonetic is not None:
-                self.objective.phonetic.load_state_dict(payload["phonetic"])
             self.optimizer.load_state_dict(payload["optimizer"])
             self.scheduler.load_state_dict(payload["scheduler"])
             self.scaler.load_state_dict(payload["scaler"])
-        except (RuntimeError, KeyError, ValueError, TypeError, AttributeError) as exc:
+        except (RuntimeError, KeyError, ValueError) as exc:
             raise CheckpointError(f"{path} does not fit this config: {str(exc).splitlines()[0]}") from None
         self.step = payload["step"]
         self.best_score = resumed_best_score(payload, self.config.train.select_by)

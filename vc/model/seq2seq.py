@@ -22,7 +22,6 @@ class Seq2SeqOutput(NamedTuple):
     alignments: torch.Tensor  # (B, T_dec, N)
     lens: torch.Tensor  # (B,) output frames
     enc_lens: torch.Tensor  # (B,) encoder steps
-    memory: torch.Tensor  # (B, N, encoder dim) encoder annotations
 
 
 class Seq2SeqVC(nn.Module):
@@ -82,7 +81,7 @@ class Seq2SeqVC(nn.Module):
         memory, keys, pad_mask, enc_lens = self.encode(src, src_lens)
         out = self.decoder(memory, keys, pad_mask, tgt, tgt_lens)
         after = self._postnet(out.frames, tgt_lens)
-        return Seq2SeqOutput(out.frames, after, out.stop_logits, out.alignments, tgt_lens, enc_lens, memory)
+        return Seq2SeqOutput(out.frames, after, out.stop_logits, out.alignments, tgt_lens, enc_lens)
 
     @torch.no_grad()
     def inference(self, src, src_lens, config: InferenceConfig | None = None) -> Seq2SeqOutput:
@@ -97,7 +96,7 @@ class Seq2SeqVC(nn.Module):
         )
         after = self._postnet(out.frames, out.lens)
         after = after * ~make_pad_mask(out.lens, after.shape[1]).unsqueeze(-1)
-        return Seq2SeqOutput(out.frames, after, out.stop_logits, out.alignments, out.lens, enc_lens, memory)
+        return Seq2SeqOutput(out.frames, after, out.stop_logits, out.alignments, out.lens, enc_lens)
 
 
 def decoder_steps(frame_lens: torch.Tensor, reduction_factor: int) -> torch.Tensor:
