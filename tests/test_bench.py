@@ -10,6 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+import torch
+
+from tests.conftest import ARCTIC, arctic_file
+from vc.config import AudioConfig
+from vc.mel2linear import save_mel2linear
+from vc.model.mel2linear import Mel2Linear
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
@@ -119,3 +125,33 @@ def test_griffin_lim_goal_counts_a_variant_run_to_librosas_convergence():
         "8": _gl_rows(0.01, 0.1, ours_sc=0.06),
     }  # fast, not converged
     assert not report.goal_griffinlim({"rows": worse})["met"]
+
+
+def test_vocoder_ceiling_scores_each_way_of_rebuilding_a_recording(tmp_path):
+    """bench/vocoder_ceiling.py on one real recording: five finite MCDs; the true magnitude's is low."""
+    arctic_file("slt", "arctic_b0440")  # skips without the corpus
+    audio = AudioConfig()
+    torch.manual_seed(0)
+    save_mel2linear(tmp_path / "net.pt", Mel2Linear(audio.n_mels, audio.n_fft // 2 + 1, channels=8), audio)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "vocoder_ceiling.py"),
+            "--mel2linear",
+            str(tmp_path / "net.pt"),
+            "--files",
+            "1",
+            "--db_root",
+            str(ARCTIC),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    scores = {
+        line.rsplit(None, 1)[0].strip(): float(line.rsplit(None, 1)[1])
+        for line in result.stdout.splitlines()[1:]
+    }
+    assert len(scores) == 5 and all(np.isfinite(v) for v in scores.values()), result.stdout
+    assert scores["true magnitude + Griffin-Lim 32"] < 3.0
