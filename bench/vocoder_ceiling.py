@@ -20,14 +20,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from benchlib import DEFAULT_DB_ROOT
 
 from vc.audio import LogMel, read_audio
 from vc.config import AudioConfig
-from vc.mel2linear import load_mel2linear, read_mel2linear_payload
+from vc.mel2linear import mel2linear_from_payload, read_mel2linear_payload
 from vc.metrics import analyse, score_analyses
 from vc.vocoder import griffin_lim
-
-ARCTIC = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmu_arctic"
 
 
 def main() -> None:
@@ -36,11 +35,12 @@ def main() -> None:
         "--mel2linear", required=True, help="a stage-4 network (EXP/checkpoints/mel2linear.pt)"
     )
     parser.add_argument("--files", type=int, default=10)
-    parser.add_argument("--db_root", type=Path, default=ARCTIC)
+    parser.add_argument("--db_root", type=Path, default=DEFAULT_DB_ROOT)
     args = parser.parse_args()
 
-    audio = AudioConfig(**read_mel2linear_payload(args.mel2linear)["audio"])
-    net = load_mel2linear(args.mel2linear, audio).eval()
+    payload = read_mel2linear_payload(args.mel2linear)
+    audio = AudioConfig(**payload["audio"])
+    net = mel2linear_from_payload(payload, args.mel2linear, audio)
     extractor = LogMel(audio)
     window = torch.hann_window(audio.win_length)
     stft = dict(n_fft=audio.n_fft, hop_length=audio.hop_length, win_length=audio.win_length, window=window)
