@@ -75,6 +75,9 @@ def test_training_logs_alignment_figures_evolution_and_scalars(tmp_path):
     (tmp_path / "config.yaml").write_text(dump_config(config))
     assert main(["train", "--config", str(tmp_path / "config.yaml"), "--out", str(out), "--no-progress"]) == 0
     assert (out / "checkpoints" / "best.pt").is_file()
+    # The source speaker's codebook travels with the model, for warping other voices at conversion.
+    codebook = load_checkpoint(out / "checkpoints" / "best.pt")["stats"]["source_codebook"]["centroids"]
+    assert len(codebook) > 0 and len(codebook[0]) == config.audio.n_mels
     log = (out / "train.log").read_text()
     assert "step 3: focus rate" in log and "step 6: focus rate" in log
     events = EventAccumulator(str(out / "tensorboard"), size_guidance={"images": 0, "scalars": 0}).Reload()

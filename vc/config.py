@@ -83,6 +83,10 @@ class InferenceConfig:
     # so a voice or microphone with another average spectrum reaches the encoder centred like the
     # source speaker's speech (both divide by the source speaker's deviation).
     source_normalization: str = "speaker"
+    # "auto" warps each input's frequency axis toward the training source speaker first (vocal
+    # tract length normalisation, vc/voice_warp.py) when the model holds that speaker's codebook
+    # (models trained since it existed); "none" never warps.
+    source_warp: str = "auto"
 
 
 @dataclass
@@ -197,6 +201,7 @@ POSITIVE = {
     "train": ("max_steps", "eval_every", "log_every", "evolution_columns", "select_utterances"),
 }
 SOURCE_NORMALIZATIONS = ("speaker", "utterance")
+SOURCE_WARPS = ("auto", "none")
 SELECT_BY = ("loss", "free_running")
 ODD = ("encoder_conv_kernel", "postnet_kernel", "attention_location_kernel")
 
@@ -222,6 +227,11 @@ def _validate(config: Config) -> None:
         raise ConfigError(
             f"inference.source_normalization must be one of {', '.join(SOURCE_NORMALIZATIONS)}, "
             f"got {config.inference.source_normalization!r}"
+        )
+    if config.inference.source_warp not in SOURCE_WARPS:
+        raise ConfigError(
+            f"inference.source_warp must be one of {', '.join(SOURCE_WARPS)}, "
+            f"got {config.inference.source_warp!r}"
         )
     if config.train.select_by not in SELECT_BY:
         raise ConfigError(

@@ -25,6 +25,7 @@ from vc.mel2linear import load_vocoder_net, mel2linear_from_payload
 from vc.model import Seq2SeqVC, build_model, decoder_steps
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
+from vc.voice_warp import VoiceCodebook, VoiceWarp
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class Converter:
         device: torch.device,
         seed: int = 0,
         magnitude_net: torch.nn.Module | None = None,
+        source_codebook: VoiceCodebook | None = None,
     ):
         self.config = config
         self.device = device
@@ -70,6 +72,12 @@ class Converter:
         self.tgt_stats = tgt_stats
         self.features = LogMel(config.audio).to(device)
         self.vocoder = GriffinLimVocoder(config.audio, config.vocoder, magnitude_net).to(device)
+        # Checkpoints from before vc/voice_warp.py hold no codebook: their inputs are not warped.
+        self.voice_warp = (
+            VoiceWarp(source_codebook, config.audio).to(device)
+            if source_codebook is not None and config.inference.source_warp == "auto"
+            else None
+        )
 
     @classmethod
     def from_checkpoint(
@@ -101,7 +109,12 @@ class Converter:
                 FeatureStats.from_dict(stats["source"]),
                 FeatureStats.from_dict(stats["target"]),
             )
-        except (RuntimeError, KeyError, TypeError) as exc:
+            codebook = (
+                VoiceCodebook.from_dict(stats["source_codebook"]) if "source_codebook" in stats else None
+            )
+            if codebook is not None:
+                VoiceWarp(codebook, config.audio)  # a codebook that does not fit the audio settings fails here
+        except (RuntimeError, KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
             ) from None
@@ -110,7 +123,9 @@ class Converter:
             log.debug("vocoder: mel -> linear by the network inside %s", path)
         else:
             magnitude_net = load_vocoder_net(config.audio, path, vocoder_net, device)
-        return cls(model, config, src_stats, tgt_stats, device, magnitude_net=magnitude_net)
+        return cls(
+            model, config, src_stats, tgt_stats, device, magnitude_net=magnitude_net, source_codebook=codebook
+        )
 
     @classmethod
     def from_pretrained(cls, name: str | None = None, device: str | None = None, **kwargs):
@@ -128,7 +143,11 @@ class Converter:
         return self.convert_batch([read_audio(path, self.config.audio)])[0]
 
     def normalize_source(self, mels: torch.Tensor, mel_lens: torch.Tensor) -> torch.Tensor:
-        """(B, T, n_mels) log-mels, padded -> the encoder's input, per inference.source_normalization."""
+        """(B, T, n_mels) log-mels, padded -> the encoder's input, per inference.source_warp and
+        inference.source_normalization."""
+        if self.voice_warp is not None:
+            mels, factors = self.voice_warp(mels, mel_lens)
+            log.debug("source warp factors: %s", [round(float(f), 3) for f in factors])
         if self.config.inference.source_normalization == "speaker":
             return self.src_stats.normalize(mels)
         valid = (torch.arange(mels.shape[1], device=mels.device)[None, :] < mel_lens[:, None]).unsqueeze(-1)

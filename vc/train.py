@@ -41,6 +41,7 @@ from vc.losses import teacher_forced_losses
 from vc.model import build_model
 from vc.monitor import Monitor
 from vc.progress import progress
+from vc.voice_warp import VoiceCodebook
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,10 @@ class Trainer:
         audio, cache_dir = self.config.audio, feature_cache_dir(self.config, self.out_dir)
         train, dev = (load_features(path, audio, cache_dir, progress) for path in require_lists(self.config))
         self.src_stats, self.tgt_stats = speaker_stats(self.config, self.out_dir, features=train)
+        # What the source speaker's frames look like, for warping other voices at conversion.
+        self.source_codebook = VoiceCodebook.fit(
+            [train[key][0] for key in sorted(train)], audio, seed=self.config.train.seed
+        )
         return train, dev
 
     def _loader(self) -> torch.utils.data.DataLoader:
@@ -253,7 +258,11 @@ class Trainer:
             "scaler": self.scaler.state_dict(),
             "rng": rng_state(),
             "config": self.config.to_dict(),
-            "stats": {"source": self.src_stats.to_dict(), "target": self.tgt_stats.to_dict()},
+            "stats": {
+                "source": self.src_stats.to_dict(),
+                "target": self.tgt_stats.to_dict(),
+                "source_codebook": self.source_codebook.to_dict(),
+            },
             "best_score": {"select_by": self.config.train.select_by, "value": self.best_score},
             "elapsed_seconds": time.monotonic() - self.started,
         }
