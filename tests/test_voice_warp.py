@@ -130,4 +130,3 @@ def test_real_voices_bdl_codebook_keeps_bdl_and_lowers_slt():
     for utt in ("arctic_b0440", "arctic_b0500"):
         assert 0.93 <= estimated_factor(warp, mels("bdl", utt)) <= 1.07
         assert estimated_factor(warp, mels("slt", utt)) <= 0.9
-

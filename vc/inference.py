@@ -112,8 +112,8 @@ class Converter:
             codebook = (
                 VoiceCodebook.from_dict(stats["source_codebook"]) if "source_codebook" in stats else None
             )
-            if codebook is not None:
-                VoiceWarp(codebook, config.audio)  # a codebook that does not fit the audio settings fails here
+            if codebook is not None:  # one that does not fit the audio settings fails here, not later
+                VoiceWarp(codebook, config.audio)
         except (RuntimeError, KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
