@@ -64,7 +64,12 @@ def test_fitting_leaves_the_global_rng_alone_and_is_deterministic():
 
 def test_the_source_voice_is_left_alone_and_a_warped_voice_is_warped_back():
     warp = VoiceWarp(fitted(), AUDIO)
-    assert estimated_factor(warp, formant_frames(150, seed=99)) == pytest.approx(1.0, abs=0.02)
+    own = torch.from_numpy(formant_frames(150, seed=99))[None]
+    warped, factors = warp(own, torch.tensor([150]))
+    assert float(factors[0]) == pytest.approx(1.0, abs=1e-9)
+    torch.testing.assert_close(warped, own)  # exactly as it came in
+    # Within 3.5 % of the source's vocal tract: no warp either.
+    assert estimated_factor(warp, formant_frames(150, seed=8, factor=1.02)) == pytest.approx(1.0, abs=1e-9)
     for factor in (1.2, 0.85):  # a shorter and a longer vocal tract than the source's
         estimate = estimated_factor(warp, formant_frames(150, seed=7, factor=factor))
         assert estimate == pytest.approx(1 / factor, rel=0.04), factor
