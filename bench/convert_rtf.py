@@ -29,7 +29,7 @@ def run_pipeline(converter, waves: list[np.ndarray], watch: Stopwatch) -> dict:
             for k, w in enumerate(waves):
                 padded[k, : len(w)] = torch.from_numpy(w)
             mels, mel_lens = converter.features(padded, wave_lens)
-            src = converter.src_stats.normalize(mels)
+            src = converter.normalize_source(mels, mel_lens)  # with the source warp, as convert_batch
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(converter.seed)
             with watch("encoder"):
