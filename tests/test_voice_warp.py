@@ -14,6 +14,7 @@ from vc import Converter
 from vc.audio import LogMel, read_audio
 from vc.checkpoint import load_checkpoint, save_checkpoint
 from vc.config import AudioConfig, Config
+from vc.dsp import mel_frequencies
 from vc.errors import CheckpointError, ConfigError
 from vc.voice_warp import VoiceCodebook, VoiceWarp
 
@@ -26,8 +27,6 @@ def formant_frames(count: int, seed: int, factor: float = 1.0) -> np.ndarray:
     The peaks are drawn from a small inventory ("phones"), so the voice has a codebook to learn.
     """
     rng = np.random.default_rng(seed)
-    from vc.dsp import mel_frequencies
-
     centers = mel_frequencies(AUDIO.n_mels + 2, fmin=AUDIO.fmin, fmax=AUDIO.fmax)[1:-1]
     phones = np.array([[500, 1500, 2500], [300, 2300, 3000], [700, 1100, 2400], [400, 900, 2200]])
     chosen = phones[rng.integers(len(phones), size=count)] * factor

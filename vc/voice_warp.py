@@ -71,7 +71,7 @@ def loud_frames(mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class VoiceCodebook:
-    """The source speaker's frame shapes: (codewords, kept bands)."""
+    """The source speaker's frames: (codewords, n_mels) log-mels, each with its mean removed."""
 
     centroids: np.ndarray
 
@@ -141,9 +141,10 @@ class VoiceWarp(torch.nn.Module):
         inverse = torch.arange(count - 1, -1, -1, device=mels.device)
         codewords = self.centroids.to(mels.dtype)[None].expand(count, -1, -1)  # (F, K, n_mels)
         codewords = frame_shapes(self.warp(codewords, inverse), self.keep)  # (F, K, kept)
+        frames = shapes.flatten(0, 1)  # (B * T, kept)
         per_factor = []
         for index in range(count):  # one batched distance per factor: memory stays that of the input
-            nearest = torch.cdist(shapes, codewords[index][None].expand(len(mels), -1, -1)).min(dim=-1).values
+            nearest = torch.cdist(frames, codewords[index]).min(dim=-1).values.view(loud.shape)
             per_factor.append((nearest * loud).sum(dim=1) / loud.sum(dim=1).clamp(min=1))
         mean = torch.stack(per_factor)  # (F, B)
         best = mean.argmin(dim=0)
