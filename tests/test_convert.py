@@ -20,7 +20,7 @@ from vc.audio import FeatureStats
 from vc.checkpoint import save_checkpoint
 from vc.cli import main
 from vc.config import Config
-from vc.errors import AudioError
+from vc.errors import AudioError, ConfigError
 from vc.model import build_model
 
 N_MELS = 6
@@ -413,3 +413,27 @@ def test_converting_imports_neither_librosa_nor_scipy():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_prenet_dropout_override_sets_the_inference_noise(checkpoint):
+    """inference.prenet_dropout: 0.5 makes the seed matter (the tiny model trained without dropout); 0 not."""
+    wave = speech_like(0.6).astype(np.float32)
+    mels = {}
+    for dropout in (0.5, 0.0):
+        converter = Converter.from_checkpoint(
+            checkpoint, device="cpu", overrides=[f"inference.prenet_dropout={dropout}"]
+        )
+        runs = []
+        for seed in (0, 1):
+            converter.seed = seed
+            runs.append(converter.convert_batch([wave])[0].mel)
+        mels[dropout] = runs
+    noisy_0, noisy_1 = mels[0.5]
+    assert noisy_0.shape != noisy_1.shape or not np.allclose(noisy_0, noisy_1)
+    np.testing.assert_array_equal(mels[0.0][0], mels[0.0][1])
+
+
+@pytest.mark.parametrize("value", ["1.0", "-0.1"])
+def test_prenet_dropout_out_of_range_is_a_config_error(checkpoint, value):
+    with pytest.raises(ConfigError, match="inference.prenet_dropout"):
+        Converter.from_checkpoint(checkpoint, device="cpu", overrides=[f"inference.prenet_dropout={value}"])

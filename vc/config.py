@@ -87,6 +87,11 @@ class InferenceConfig:
     # tract length normalisation, vc/voice_warp.py) when the model holds that speaker's codebook
     # (models trained since it existed); "none" never warps.
     source_warp: str = "auto"
+    # Dropout of the decoder prenet at inference; None keeps model.decoder_prenet_dropout, the rate it
+    # trained with (Tacotron keeps it on so the decoder cannot copy its last frame). Measured on the
+    # bundled model, 100 bdl eval utterances: 0.0 gave MCD 6.26 vs 6.34 dB, MOS 2.85 vs 2.75, WER
+    # 73.6 vs 74.8 %, with no early stop or runaway decode (docs/ablation.md).
+    prenet_dropout: float | None = None
 
 
 @dataclass
@@ -228,6 +233,9 @@ def _validate(config: Config) -> None:
             f"inference.source_normalization must be one of {', '.join(SOURCE_NORMALIZATIONS)}, "
             f"got {config.inference.source_normalization!r}"
         )
+    dropout = config.inference.prenet_dropout
+    if dropout is not None and not 0.0 <= dropout < 1.0:
+        raise ConfigError(f"inference.prenet_dropout must be in [0, 1) or null, got {dropout}")
     if config.inference.source_warp not in SOURCE_WARPS:
         raise ConfigError(
             f"inference.source_warp must be one of {', '.join(SOURCE_WARPS)}, "

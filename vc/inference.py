@@ -68,6 +68,8 @@ class Converter:
         self.device = device
         self.seed = seed
         self.model = model.to(device).eval()
+        if config.inference.prenet_dropout is not None:  # the prenet keeps dropout on in eval mode
+            self.model.decoder.prenet.dropout = config.inference.prenet_dropout
         self.src_stats = src_stats
         self.tgt_stats = tgt_stats
         self.features = LogMel(config.audio).to(device)
