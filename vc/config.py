@@ -89,8 +89,9 @@ class InferenceConfig:
     source_warp: str = "auto"
     # Dropout of the decoder prenet at inference; None keeps model.decoder_prenet_dropout, the rate it
     # trained with (Tacotron keeps it on so the decoder cannot copy its last frame). Measured on the
-    # bundled model, 100 bdl eval utterances: 0.0 gave MCD 6.26 vs 6.34 dB, MOS 2.85 vs 2.75, WER
-    # 73.6 vs 74.8 %, with no early stop or runaway decode (docs/ablation.md).
+    # bundled model, 100 bdl eval utterances through vc convert: 0.0 gave MCD 6.26 vs 6.34 dB, MOS
+    # 2.84 vs 2.75, WER 74.6 vs 73.1 % (within its noise), no early stop or runaway decode
+    # (docs/ablation.md).
     prenet_dropout: float | None = None
 
 

@@ -115,7 +115,7 @@ class Converter:
                 VoiceCodebook.from_dict(stats["source_codebook"]) if "source_codebook" in stats else None
             )
             if codebook is not None:  # one that does not fit the audio settings fails here, not later
-                VoiceWarp(codebook, config.audio)
+                codebook.check(config.audio)
         except (RuntimeError, KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"

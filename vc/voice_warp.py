@@ -99,6 +99,14 @@ class VoiceCodebook:
             centroids = torch.where(counts > 0, sums / counts.clamp(min=1), centroids)
         return cls(centroids.numpy())
 
+    def check(self, audio: AudioConfig) -> None:
+        """ValueError unless the codewords are log-mel frames of these audio settings."""
+        if self.centroids.ndim != 2 or self.centroids.shape[1] != audio.n_mels:
+            raise ValueError(
+                f"voice codebook has shape {self.centroids.shape}, "
+                f"expected (codewords, {audio.n_mels}) for these audio settings"
+            )
+
     def to_dict(self) -> dict[str, list[list[float]]]:
         return {"centroids": self.centroids.tolist()}
 
@@ -112,18 +120,21 @@ class VoiceWarp(torch.nn.Module):
 
     def __init__(self, codebook: VoiceCodebook, audio: AudioConfig):
         super().__init__()
-        if codebook.centroids.ndim != 2 or codebook.centroids.shape[1] != audio.n_mels:
-            raise ValueError(
-                f"voice codebook has shape {codebook.centroids.shape}, "
-                f"expected (codewords, {audio.n_mels}) for these audio settings"
-            )
+        codebook.check(audio)
         self.factors = np.geomspace(WARP_MIN, WARP_MAX, WARP_STEPS)
+        count = len(self.factors)
         table = warp_table(audio, self.factors)  # (F, n_mels) fractional input bins
         low = table.floor().long().clamp(max=audio.n_mels - 2)
         self.register_buffer("low", low, persistent=False)
         self.register_buffer("weight", table - low, persistent=False)
         self.register_buffer("keep", torch.from_numpy(kept_bands(audio)), persistent=False)
-        self.register_buffer("centroids", torch.from_numpy(codebook.centroids), persistent=False)
+        # The codewords warped by 1/a for every factor a, once: the grid is geometric and symmetric
+        # around 1, so 1/factors[i] is factors[count - 1 - i].
+        centroids = torch.from_numpy(codebook.centroids)[None].expand(count, -1, -1)  # (F, K, n_mels)
+        warped = frame_shapes(self.warp(centroids, torch.arange(count - 1, -1, -1)), self.keep)
+        self.register_buffer("codewords", warped, persistent=False)  # (F, K, kept)
+        near_one = torch.from_numpy(np.abs(np.log(self.factors)) < np.log(NO_WARP_WITHIN))
+        self.register_buffer("near_one", near_one, persistent=False)
 
     def warp(self, mels: torch.Tensor, choice: torch.Tensor) -> torch.Tensor:
         """(B, T, n_mels) log-mels, (B,) grid indices -> the warped log-mels."""
@@ -134,22 +145,14 @@ class VoiceWarp(torch.nn.Module):
     def estimate(self, mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
         """(B, T, n_mels) log-mels, (B,) lengths -> (B,) grid index of each input's best factor."""
         loud = loud_frames(mels, lens).to(mels.dtype)  # (B, T)
-        shapes = frame_shapes(mels, self.keep)  # (B, T, kept)
-        count = len(self.factors)
-        # Codewords warped by 1/a for every factor a: the grid is geometric and symmetric around 1,
-        # so 1/factors[i] is factors[count - 1 - i].
-        inverse = torch.arange(count - 1, -1, -1, device=mels.device)
-        codewords = self.centroids.to(mels.dtype)[None].expand(count, -1, -1)  # (F, K, n_mels)
-        codewords = frame_shapes(self.warp(codewords, inverse), self.keep)  # (F, K, kept)
-        frames = shapes.flatten(0, 1)  # (B * T, kept)
+        frames = frame_shapes(mels, self.keep).flatten(0, 1)  # (B * T, kept)
+        codewords = self.codewords.to(mels.dtype)
         per_factor = []
-        for index in range(count):  # one batched distance per factor: memory stays that of the input
+        for index in range(len(codewords)):  # one batched distance per factor: memory stays the input's
             nearest = torch.cdist(frames, codewords[index]).min(dim=-1).values.view(loud.shape)
             per_factor.append((nearest * loud).sum(dim=1) / loud.sum(dim=1).clamp(min=1))
-        mean = torch.stack(per_factor)  # (F, B)
-        best = mean.argmin(dim=0)
-        near_one = torch.as_tensor(np.abs(np.log(self.factors)) < np.log(NO_WARP_WITHIN), device=mels.device)
-        return torch.where(near_one[best], torch.full_like(best, count // 2), best)
+        best = torch.stack(per_factor).argmin(dim=0)  # (F, B) mean distances -> (B,)
+        return torch.where(self.near_one[best], torch.full_like(best, len(codewords) // 2), best)
 
     def forward(self, mels: torch.Tensor, lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Warp each input toward the source speaker: (warped log-mels, (B,) factors applied)."""
