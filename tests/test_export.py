@@ -20,8 +20,9 @@ from vc import Converter
 from vc.checkpoint import load_checkpoint
 from vc.cli import main
 from vc.errors import CheckpointError
+from vc.evaluation.systems import CEILING, ceiling_vocoders
 from vc.export import EMBEDDED_VOCODER_KEY, export_model
-from vc.mel2linear import COMPANION_NAME, save_mel2linear
+from vc.mel2linear import COMPANION_NAME, build_vocoder, save_mel2linear
 from vc.model.mel2linear import Mel2Linear
 from vc.pretrained import get_model, list_models, model_path
 
@@ -57,6 +58,19 @@ def test_export_keeps_what_conversion_needs_and_converts_the_same(model_checkpoi
     second, _ = exported.convert(wave, 16000)
     assert first.shape == second.shape and np.isfinite(second).all()
     assert Converter.from_checkpoint(alone, vocoder_net=False).vocoder.magnitude_net is None
+
+
+def test_score_ceiling_uses_the_network_inside_an_exported_file(model_checkpoint, tmp_path):  # noqa: F811
+    """vc score --checkpoint MODEL must vocode its ceiling as vc convert does with MODEL."""
+    path, config = model_checkpoint
+    _with_network(path, config)
+    alone = tmp_path / "elsewhere" / "model.pt"
+    alone.parent.mkdir()
+    export_model(path, alone)
+    rows = ceiling_vocoders(config, alone)
+    assert isinstance(rows[CEILING].magnitude_net, Mel2Linear)
+    assert rows[f"{CEILING} (pseudo-inverse)"].magnitude_net is None
+    assert build_vocoder(config, alone, vocoder_net=False).magnitude_net is None
 
 
 def test_export_without_a_network_and_in_float32(model_checkpoint, tmp_path, capsys):  # noqa: F811

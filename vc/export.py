@@ -17,9 +17,8 @@ from pathlib import Path
 import torch
 
 from vc.checkpoint import load_checkpoint, save_checkpoint
-from vc.mel2linear import find_mel2linear, read_mel2linear_payload
+from vc.mel2linear import EMBEDDED_VOCODER_KEY, find_mel2linear, read_mel2linear_payload
 
-EMBEDDED_VOCODER_KEY = "vocoder_net"
 KEPT_KEYS = ("model", "config", "stats", "step")
 
 

@@ -19,9 +19,8 @@ from vc.audio import AUDIO_FORMATS, FeatureStats, LogMel, prepare_wave, read_aud
 from vc.checkpoint import load_checkpoint, private_rng
 from vc.config import Config
 from vc.errors import AudioError, CheckpointError, ConfigError, VcError
-from vc.export import EMBEDDED_VOCODER_KEY
 from vc.fileio import atomic_open
-from vc.mel2linear import load_vocoder_net, mel2linear_from_payload
+from vc.mel2linear import load_vocoder_net
 from vc.model import Seq2SeqVC, build_model, decoder_steps
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
@@ -120,11 +119,7 @@ class Converter:
             raise CheckpointError(
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
             ) from None
-        if vocoder_net is None and EMBEDDED_VOCODER_KEY in payload:  # an exported or bundled model
-            magnitude_net = mel2linear_from_payload(payload[EMBEDDED_VOCODER_KEY], path, config.audio, device)
-            log.debug("vocoder: mel -> linear by the network inside %s", path)
-        else:
-            magnitude_net = load_vocoder_net(config.audio, path, vocoder_net, device)
+        magnitude_net = load_vocoder_net(config.audio, path, vocoder_net, device, payload=payload)
         return cls(
             model, config, src_stats, tgt_stats, device, magnitude_net=magnitude_net, source_codebook=codebook
         )

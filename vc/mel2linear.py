@@ -25,7 +25,7 @@ import torch
 
 from vc import __version__
 from vc.audio import AUDIO_FORMATS, LogMel, read_audio
-from vc.checkpoint import private_rng
+from vc.checkpoint import load_checkpoint, private_rng
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
 from vc.errors import CheckpointError, DataError
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = "vc-mel2linear"
 COMPANION_NAME = "mel2linear.pt"
+EMBEDDED_VOCODER_KEY = "vocoder_net"  # where `vc export` puts the network inside a model file
 # Target magnitudes are log10(max(|STFT|, MAGNITUDE_FLOOR)). Sixteen-bit
 # recordings have their noise floor near 1e-3 on this scale; below 1e-5 nothing
 # is audible, and a lower floor would let silent bins dominate an L1 loss.
@@ -406,8 +407,22 @@ def load_vocoder_net(
     checkpoint: str | Path | None,
     vocoder_net: str | Path | bool | None = None,
     device: str | torch.device = "cpu",
+    payload: dict | None = None,
 ) -> Mel2Linear | None:
-    """The network `vc convert` uses with ``checkpoint`` (see find_mel2linear), or None; logs which."""
+    """The network `vc convert` uses with ``checkpoint``, or None (the pseudo-inverse); logs which.
+
+    ``vocoder_net``: a network file; False: none; None: the one inside an exported
+    or bundled model file, else the companion beside the checkpoint (see
+    find_mel2linear). ``payload``: the checkpoint when already loaded, so it is
+    not read twice.
+    """
+    if vocoder_net is None and checkpoint is not None:
+        if payload is None:
+            payload = load_checkpoint(checkpoint, map_location=device)
+        if EMBEDDED_VOCODER_KEY in payload:
+            net = mel2linear_from_payload(payload[EMBEDDED_VOCODER_KEY], checkpoint, audio, device)
+            log.debug("vocoder: mel -> linear by the network inside %s", checkpoint)
+            return net
     path = find_mel2linear(checkpoint, vocoder_net)
     if path is None:
         reason = "as asked" if vocoder_net is False else f"no {COMPANION_NAME} beside the checkpoint"

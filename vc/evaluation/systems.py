@@ -40,14 +40,15 @@ def ceiling_vocoders(config: Config, checkpoint: str | Path | None) -> dict[str,
     """Row name -> vocoder for the Griffin-Lim ceiling rows.
 
     The first row uses the path `vc convert` uses with ``checkpoint`` (the
-    mel -> linear network beside it when there is one), so the ceiling moves
-    with the vocoder; with a network, a second row keeps the pseudo-inverse
-    path so the network's gain stays visible.
+    mel -> linear network inside an exported model file or beside a training
+    checkpoint, when there is one), so the ceiling moves with the vocoder; with
+    a network, a second row keeps the pseudo-inverse path so the network's gain
+    stays visible.
     """
-    from vc.mel2linear import build_vocoder, find_mel2linear
+    from vc.mel2linear import build_vocoder
 
     rows = {CEILING: build_vocoder(config, checkpoint)}
-    if find_mel2linear(checkpoint) is not None:
+    if rows[CEILING].magnitude_net is not None:
         rows[f"{CEILING} (pseudo-inverse)"] = build_vocoder(config, checkpoint, vocoder_net=False)
     return rows
 
