@@ -13,6 +13,7 @@ import soundfile as sf
 import torch
 
 from tests.conftest import ARCTIC, arctic_file
+from tests.test_mel2linear import model_checkpoint  # noqa: F401 (fixture)
 from vc.config import AudioConfig
 from vc.mel2linear import save_mel2linear
 from vc.model.mel2linear import Mel2Linear
@@ -155,3 +156,58 @@ def test_vocoder_ceiling_scores_each_way_of_rebuilding_a_recording(tmp_path):
     }
     assert len(scores) == 5 and all(np.isfinite(v) for v in scores.values()), result.stdout
     assert scores["true magnitude + Griffin-Lim 32"] < 3.0
+
+
+def test_word_loss_envelope_is_a_projection_and_smoothing_keeps_constants():
+    import word_loss
+
+    projection = word_loss.cepstral_envelope(12, 4)
+    torch.testing.assert_close(projection @ projection, projection, atol=1e-5, rtol=0)
+    assert round(float(torch.trace(projection))) == 4  # keeps exactly 4 directions
+    flat = torch.ones(12)  # a level with no spectral shape is all envelope (coefficient 0)
+    torch.testing.assert_close(flat @ projection, flat, atol=1e-5, rtol=0)
+    x = torch.randn(7, 3)
+    torch.testing.assert_close(word_loss.smooth_in_time(x, 1), x)
+    steady = torch.full((7, 3), 2.0)
+    torch.testing.assert_close(word_loss.smooth_in_time(steady, 5), steady)
+    ramp = torch.arange(7.0)[:, None]
+    assert word_loss.smooth_in_time(ramp, 3)[3, 0] == 3.0 and word_loss.smooth_in_time(ramp, 3).shape == (
+        7,
+        1,
+    )
+
+
+def test_word_loss_writes_one_folder_per_probe(model_checkpoint, tmp_path):  # noqa: F811
+    """bench/word_loss.py on one real pair: each probe's folder holds its audio; the width is printed."""
+    arctic_file("bdl", "arctic_b0440")  # skips without the corpus
+    path, _ = model_checkpoint
+    out = tmp_path / "probes"
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "word_loss.py"),
+            "--checkpoint",
+            str(path),
+            "--out",
+            str(out),
+            "--files",
+            "1",
+            "--smooth",
+            "3",
+            "--db_root",
+            str(ARCTIC),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    probes = {"teacher_forced", "target_envelope", "model_envelope", "target_smoothed_3"}
+    assert {p.name for p in out.iterdir()} == probes
+    for probe in probes:
+        (wav,) = (out / probe).iterdir()
+        wave, rate = sf.read(wav)
+        assert (
+            wav.name == "arctic_b0440.wav" and rate == 16000 and len(wave) > 16000 and np.isfinite(wave).all()
+        )
+    assert "attention width" in result.stdout
