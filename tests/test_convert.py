@@ -437,3 +437,35 @@ def test_prenet_dropout_override_sets_the_inference_noise(checkpoint):
 def test_prenet_dropout_out_of_range_is_a_config_error(checkpoint, value):
     with pytest.raises(ConfigError, match="inference.prenet_dropout"):
         Converter.from_checkpoint(checkpoint, device="cpu", overrides=[f"inference.prenet_dropout={value}"])
+
+
+@pytest.mark.parametrize("value", ["0", "-1.5"])
+def test_attention_sharpness_must_be_positive(checkpoint, value):
+    with pytest.raises(ConfigError, match="inference.attention_sharpness must be positive"):
+        Converter.from_checkpoint(
+            checkpoint, device="cpu", overrides=[f"inference.attention_sharpness={value}"]
+        )
+
+
+def test_convert_cli_takes_the_attention_sharpness(checkpoint, tmp_path):
+    """--set inference.attention_sharpness=S reaches the decoder: another output than the default's."""
+    sf.write(tmp_path / "in.wav", speech_like(0.6), 16000)
+    for value in ("1", "4"):
+        assert (
+            main(
+                [
+                    "convert",
+                    "--checkpoint",
+                    str(checkpoint),
+                    "--set",
+                    "inference.prenet_dropout=0",
+                    "--set",
+                    f"inference.attention_sharpness={value}",
+                    str(tmp_path / "in.wav"),
+                    str(tmp_path / f"out{value}.wav"),
+                ]
+            )
+            == 0
+        )
+    plain, sharp = (sf.read(tmp_path / f"out{v}.wav")[0] for v in ("1", "4"))
+    assert plain.shape != sharp.shape or not np.allclose(plain, sharp)

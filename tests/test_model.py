@@ -153,6 +153,40 @@ def test_monotonic_window_keeps_attention_near_the_previous_peak():
     assert torch.all(peaks - previous <= 2) and torch.all(previous - peaks <= 1)
 
 
+@pytest.mark.parametrize("attention_type", ATTENTION_TYPES)
+def test_attention_sharpness_scales_the_energies(attention_type):
+    """alpha(sharpness=s) = softmax(s * energies) over the unpadded positions; padding stays at 0."""
+    model = tiny_model(attention_type)
+    attention = model.decoder.attention
+    generator = torch.Generator().manual_seed(3)
+    memory = torch.randn(2, 7, 8, generator=generator)  # memory_dim = 2 x encoder_hidden_dim
+    query = torch.randn(2, 8, generator=generator)
+    pad_mask = make_pad_mask(torch.tensor([7, 4]))
+    keys = attention.prepare(memory)
+    prev = torch.zeros(2, 7)
+    energies = attention.score(query, keys, memory, prev, prev)
+    _, plain = attention(query, memory, keys, pad_mask, prev, prev)
+    _, sharp = attention(query, memory, keys, pad_mask, prev, prev, sharpness=3.0)
+    expected = torch.softmax((3.0 * energies).masked_fill(pad_mask, -torch.inf), dim=-1)
+    torch.testing.assert_close(sharp, expected)
+    assert torch.all(sharp[1, 4:] == 0)
+    entropy = lambda a: -(a * a.clamp_min(1e-12).log()).sum(-1)  # noqa: E731
+    assert torch.all(entropy(sharp) < entropy(plain))
+
+
+def test_attention_sharpness_reaches_free_running_decoding_only():
+    model = tiny_model()
+    src, src_lens, tgt, tgt_lens = batch(lens=(40, 30), tgt_lens=(20, 15))
+    config = InferenceConfig(min_ratio=0.5, max_ratio=0.5)  # fixed lengths: same steps either way
+    plain = model.inference(src, src_lens, config)
+    same = model.inference(src, src_lens, dataclasses.replace(config, attention_sharpness=1.0))
+    sharp = model.inference(src, src_lens, dataclasses.replace(config, attention_sharpness=4.0))
+    torch.testing.assert_close(same.after, plain.after)
+    assert plain.lens.tolist() == sharp.lens.tolist()
+    assert sharp.alignments.amax(-1).mean() > plain.alignments.amax(-1).mean()
+    assert not torch.allclose(sharp.after, plain.after)
+
+
 def test_unknown_attention_type_is_a_clear_error():
     from vc.errors import ConfigError
 

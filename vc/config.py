@@ -93,6 +93,12 @@ class InferenceConfig:
     # 2.84 vs 2.75, WER 74.6 vs 73.1 % (within its noise), no early stop or runaway decode
     # (docs/ablation.md).
     prenet_dropout: float | None = None
+    # Free-running conversion scales the attention energies by this before the softmax: above 1,
+    # each step reads a narrower stretch of the source. Trained under teacher forcing, the attention
+    # spreads over ~2.6 encoder steps (~5 frames), and the output envelope is blurred over as many
+    # frames, which costs the recognizer most of the lost words (docs/ablation.md, "Where the words
+    # go"). 1 keeps the trained softmax.
+    attention_sharpness: float = 1.0
 
 
 @dataclass
@@ -237,6 +243,10 @@ def _validate(config: Config) -> None:
     dropout = config.inference.prenet_dropout
     if dropout is not None and not 0.0 <= dropout < 1.0:
         raise ConfigError(f"inference.prenet_dropout must be in [0, 1) or null, got {dropout}")
+    if not config.inference.attention_sharpness > 0:
+        raise ConfigError(
+            f"inference.attention_sharpness must be positive, got {config.inference.attention_sharpness}"
+        )
     if config.inference.source_warp not in SOURCE_WARPS:
         raise ConfigError(
             f"inference.source_warp must be one of {', '.join(SOURCE_WARPS)}, "

@@ -54,8 +54,11 @@ class Attention(nn.Module):
     def score(self, query, keys, memory, prev_alpha, cum_alpha) -> torch.Tensor:
         raise NotImplementedError
 
-    def forward(self, query, memory, keys, pad_mask, prev_alpha, cum_alpha):
+    def forward(self, query, memory, keys, pad_mask, prev_alpha, cum_alpha, sharpness: float = 1.0):
+        """``sharpness`` scales the energies: > 1 narrows the alignment (inference only)."""
         energies = self.score(query, keys, memory, prev_alpha, cum_alpha)
+        if sharpness != 1.0:
+            energies = energies * sharpness
         # exp(finfo.min - max) underflows to exactly 0, so padding gets no weight.
         energies = energies.masked_fill(pad_mask, torch.finfo(energies.dtype).min)
         alpha = torch.softmax(energies, dim=-1)

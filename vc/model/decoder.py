@@ -77,15 +77,17 @@ class Decoder(nn.Module):
             att, att, dec, dec, dec, dec, memory.new_zeros(batch, memory.shape[2]), zeros, zeros
         )
 
-    def step(self, prenet_out, state: DecoderState, memory, keys, pad_mask):
-        """One decoder step. prenet_out: (B, prenet_dim) = prenet(y_{i-1}).
+    def step(self, prenet_out, state: DecoderState, memory, keys, pad_mask, sharpness: float = 1.0):
+        """One decoder step. prenet_out: (B, prenet_dim) = prenet(y_{i-1}); sharpness: see Attention.
 
         Returns the new state and the output features [d^2_i, c_i] (B, decoder_rnn_dim + memory_dim).
         """
         att_h, att_c = self.attention_rnn(
             torch.cat([prenet_out, state.context], dim=-1), (state.attention_h, state.attention_c)
         )
-        context, alpha = self.attention(att_h, memory, keys, pad_mask, state.alpha, state.cum_alpha)
+        context, alpha = self.attention(
+            att_h, memory, keys, pad_mask, state.alpha, state.cum_alpha, sharpness
+        )
         x = self.input_proj(torch.cat([att_h, context], dim=-1))
         dec1_h, dec1_c = self.rnn1(x, (state.decoder1_h, state.decoder1_c))
         dec1_out = dec1_h + x
@@ -129,13 +131,15 @@ class Decoder(nn.Module):
         max_frames: torch.Tensor,
         stop_threshold: float = 0.5,
         window: tuple[int, int] | None = None,
+        sharpness: float = 1.0,
     ) -> DecoderOutput:
         """Free-running decoding of a batch until every item stops.
 
         An item stops at the first frame whose stop probability passes the
         threshold at or after min_frames, and at max_frames at the latest, so
         decoding always terminates. ``window=(backward, forward)`` restricts
-        attention to positions near the previous peak (monotonic window).
+        attention to positions near the previous peak (monotonic window);
+        ``sharpness`` scales the attention energies (see Attention.forward).
         """
         r = self.reduction_factor
         batch = memory.shape[0]
@@ -153,7 +157,7 @@ class Decoder(nn.Module):
                 peak = state.alpha.argmax(dim=-1, keepdim=True)  # 0 before the first step
                 outside = (positions < peak - window[0]) | (positions > peak + window[1])
                 mask = pad_mask | outside
-            state, hidden = self.step(self.prenet(frame), state, memory, keys, mask)
+            state, hidden = self.step(self.prenet(frame), state, memory, keys, mask, sharpness)
             frames, stop_logits = self.project(hidden.unsqueeze(1))
             index = i * r + offsets  # (r,) frame indices of this group
             stop = (torch.sigmoid(stop_logits) > stop_threshold) & (index >= min_frames[:, None])

@@ -92,7 +92,14 @@ class Seq2SeqVC(nn.Module):
         max_frames = (src_lens.float() * config.max_ratio).long().clamp(min=1)
         window = (config.window_backward, config.window_forward) if config.use_monotonic_window else None
         out = self.decoder.inference(
-            memory, keys, pad_mask, min_frames, max_frames, config.stop_threshold, window
+            memory,
+            keys,
+            pad_mask,
+            min_frames,
+            max_frames,
+            config.stop_threshold,
+            window,
+            config.attention_sharpness,
         )
         after = self._postnet(out.frames, out.lens)
         after = after * ~make_pad_mask(out.lens, after.shape[1]).unsqueeze(-1)
