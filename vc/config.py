@@ -157,6 +157,10 @@ class TrainConfig:
     guided_attention_weight: float = 1.0
     # The guided attention weight is multiplied by this every 1000 steps.
     guided_attention_decay: float = 1.0
+    # Weight of the alignments' mean entropy (nats) in the training loss: > 0 asks each decoder
+    # step to read fewer encoder steps, against the ~5-frame blur of the output envelope that a
+    # wide attention leaves (docs/ablation.md). Never part of the dev loss.
+    attention_entropy_weight: float = 0.0
     eval_every: int = 200
     log_every: int = 10
     keep_checkpoints: int = 3
@@ -243,6 +247,10 @@ def _validate(config: Config) -> None:
     dropout = config.inference.prenet_dropout
     if dropout is not None and not 0.0 <= dropout < 1.0:
         raise ConfigError(f"inference.prenet_dropout must be in [0, 1) or null, got {dropout}")
+    if not config.train.attention_entropy_weight >= 0:
+        raise ConfigError(
+            f"train.attention_entropy_weight must not be negative, got {config.train.attention_entropy_weight}"
+        )
     if not config.inference.attention_sharpness > 0:
         raise ConfigError(
             f"inference.attention_sharpness must be positive, got {config.inference.attention_sharpness}"

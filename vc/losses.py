@@ -1,4 +1,4 @@
-"""Training losses: masked spectral L1 + L2, stop-token BCE, guided attention."""
+"""Training losses: masked spectral L1 + L2, stop-token BCE, guided attention, attention entropy."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ class Losses(NamedTuple):
     spectral: torch.Tensor  # L1 + L2, before and after the postnet
     stop: torch.Tensor
     guided_attention: torch.Tensor
+    attention_entropy: torch.Tensor  # nats per decoder step; exp() = encoder steps read
 
 
 def masked_spectral_loss(pred: torch.Tensor, tgt: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
@@ -76,6 +77,20 @@ def guided_attention_loss(
     return (alignments * weights * valid.to(alignments.dtype)).sum() / dec_lens.sum()
 
 
+def attention_entropy(alignments: torch.Tensor, dec_lens: torch.Tensor) -> torch.Tensor:
+    """Mean entropy of each valid decoder step's alignment (B, steps, N), in nats.
+
+    exp(entropy) is how many encoder steps a decoder step effectively reads: a
+    wide alignment averages the source over that many steps, and the output
+    envelope comes out blurred in time (docs/ablation.md, "Where the words go").
+    Padded encoder positions hold exactly 0 and add nothing.
+    """
+    alpha = alignments.float()  # 1e-12 underflows in half precision
+    entropy = -(alpha * alpha.clamp_min(1e-12).log()).sum(dim=-1)
+    valid = (~make_pad_mask(dec_lens, alignments.shape[1])).to(entropy.dtype)
+    return (entropy * valid).sum() / valid.sum()
+
+
 def compute_losses(
     out: Seq2SeqOutput,
     tgt: torch.Tensor,
@@ -84,21 +99,29 @@ def compute_losses(
     stop_pos_weight: float,
     guided_sigma: float,
     guided_weight: float,
+    entropy_weight: float = 0.0,
 ) -> Losses:
     spectral = masked_spectral_loss(out.before, tgt, tgt_lens) + masked_spectral_loss(
         out.after, tgt, tgt_lens
     )
     stop = stop_loss(out.stop_logits, tgt_lens, stop_pos_weight)
+    dec_lens = decoder_steps(tgt_lens, reduction_factor)
     if guided_weight > 0:
-        dec_lens = decoder_steps(tgt_lens, reduction_factor)
         guided = guided_attention_loss(out.alignments, dec_lens, out.enc_lens, guided_sigma)
     else:
         guided = tgt.new_zeros(())
-    return Losses(spectral + stop + guided_weight * guided, spectral, stop, guided)
+    entropy = attention_entropy(out.alignments, dec_lens)
+    total = spectral + stop + guided_weight * guided
+    if entropy_weight > 0:
+        total = total + entropy_weight * entropy
+    return Losses(total, spectral, stop, guided, entropy)
 
 
-def teacher_forced_losses(model, batch, config, guided_weight: float) -> Losses:
-    """Teacher-forced forward of a vc.data.Batch and its losses, as training and validation compute them."""
+def teacher_forced_losses(model, batch, config, guided_weight: float, entropy_weight: float = 0.0) -> Losses:
+    """Teacher-forced forward of a vc.data.Batch and its losses, as training and validation compute them.
+
+    Validation leaves entropy_weight at 0, so dev losses stay comparable across runs.
+    """
     out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
     t = config.train
     return compute_losses(
@@ -109,4 +132,5 @@ def teacher_forced_losses(model, batch, config, guided_weight: float) -> Losses:
         t.stop_pos_weight,
         t.guided_attention_sigma,
         guided_weight,
+        entropy_weight,
     )

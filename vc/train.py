@@ -168,7 +168,9 @@ class Trainer:
         model = self.ddp or self.model
         model.train()
         with torch.autocast(self.device.type, enabled=self.use_amp):
-            losses = teacher_forced_losses(model, batch, self.config, self.guided_attention_weight())
+            losses = teacher_forced_losses(
+                model, batch, self.config, self.guided_attention_weight(), t.attention_entropy_weight
+            )
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(losses.total).backward()
         self.scaler.unscale_(self.optimizer)
@@ -182,6 +184,7 @@ class Trainer:
             "loss/spectral": losses.spectral.item(),
             "loss/stop": losses.stop.item(),
             "loss/guided_attention": losses.guided_attention.item(),
+            "loss/attention_entropy": losses.attention_entropy.item(),
             "opt/grad_norm": float(grad_norm),
             "opt/lr": self.scheduler.get_last_lr()[0],
             "opt/guided_attention_weight": self.guided_attention_weight(),
