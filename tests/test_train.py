@@ -294,3 +294,21 @@ def test_training_progress_in_a_log_is_plain_lines(tmp_path, caplog, capsys, mon
         train(config, tmp_path / "exp", progress=True)
     assert "\r" not in capsys.readouterr().err
     assert "training: done 6/6 step (100%)" in caplog.text, caplog.text
+
+
+def test_attention_entropy_joins_the_training_loss_from_its_step_only(tmp_path):
+    """total = spectral + stop + guided (+ weight x entropy from train.attention_entropy_from on)."""
+    config = tiny_training_config(tmp_path, attention_entropy_weight=0.5, attention_entropy_from=3)
+    out = tmp_path / "exp"
+    Trainer(config, out, progress=False).fit()
+    events = EventAccumulator(str(out / "tensorboard"), size_guidance={"scalars": 0}).Reload()
+    assert "valid/loss/attention_entropy" in events.Tags()["scalars"]
+    series = {
+        name: {e.step: e.value for e in events.Scalars(f"train/loss/{name}")}
+        for name in ("total", "spectral", "stop", "guided_attention", "attention_entropy")
+    }
+    for step, total in series["total"].items():
+        rest = total - series["spectral"][step] - series["stop"][step] - series["guided_attention"][step]
+        expected = 0.5 * series["attention_entropy"][step] if step > 3 else 0.0  # logged after the step
+        assert rest == pytest.approx(expected, abs=1e-4), step
+    assert sorted(series["total"]) == [1, 2, 3, 4, 5, 6]

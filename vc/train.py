@@ -160,6 +160,10 @@ class Trainer:
         t = self.config.train
         return t.guided_attention_weight * t.guided_attention_decay ** (self.step / 1000)
 
+    def attention_entropy_weight(self) -> float:
+        t = self.config.train
+        return t.attention_entropy_weight if self.step >= t.attention_entropy_from else 0.0
+
     def train_step(self, batch) -> dict[str, float]:
         t = self.config.train
         batch = batch.to(self.device)
@@ -169,7 +173,7 @@ class Trainer:
         model.train()
         with torch.autocast(self.device.type, enabled=self.use_amp):
             losses = teacher_forced_losses(
-                model, batch, self.config, self.guided_attention_weight(), t.attention_entropy_weight
+                model, batch, self.config, self.guided_attention_weight(), self.attention_entropy_weight()
             )
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(losses.total).backward()
