@@ -32,6 +32,8 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "--limit 3",
         "--vocoder_minutes",
         "0.2",
+        "--postfilter_minutes",
+        "0.1",
         "--unseen_utts",
         "2",
     ]
@@ -46,6 +48,9 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     converted = sorted(p.name for p in (exp / "converted" / "eval").glob("*.wav"))
     assert converted == ["arctic_b0440.wav", "arctic_b0441.wav", "arctic_b0442.wav"]
     assert (exp / "checkpoints" / "mel2linear.pt").is_file()
+    assert (exp / "checkpoints" / "postfilter.pt").is_file() and (
+        exp / "logs" / "stage4_postfilter.log"
+    ).is_file()
     scores = (exp / "scores.txt").read_text()
     for row in ("model", "no conversion", "Griffin-Lim ceiling", "(pseudo-inverse)", "natural target"):
         assert row in scores

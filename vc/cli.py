@@ -99,8 +99,9 @@ def cmd_convert(args) -> None:
                 f"({bundled.description}; vc models)",
                 file=sys.stderr,
             )
+    postfilter = False if args.no_postfilter else args.postfilter  # None: embedded, else the companion
     converter = Converter.from_checkpoint(
-        checkpoint, device=args.device, overrides=overrides, vocoder_net=vocoder_net
+        checkpoint, device=args.device, overrides=overrides, vocoder_net=vocoder_net, postfilter=postfilter
     )
     failures = convert_files(
         converter,
@@ -174,12 +175,30 @@ def cmd_vocoder_train(args) -> None:
     )
 
 
+def cmd_postfilter_train(args) -> None:
+    import dataclasses
+
+    from vc.postfilter import TrainOptions, train_postfilter
+
+    names = {f.name for f in dataclasses.fields(TrainOptions)}
+    options = TrainOptions(**{k: v for k, v in vars(args).items() if k in names and v is not None})
+    info = train_postfilter(args.lists, args.checkpoint, args.out, options, progress=not args.no_progress)
+    print(
+        f"post-filter: {args.out} ({info['steps']} steps, {info['minutes']:.1f} min; validation temporal "
+        f"detail {info['detail_before']:.3f} -> {info['detail']:.3f}, natural {info['detail_natural']:.3f})"
+    )
+
+
 def cmd_export(args) -> None:
     from vc.export import export_model
 
     vocoder_net = False if args.no_vocoder_net else args.vocoder_net
-    summary = export_model(args.checkpoint, args.out, half=not args.float32, vocoder_net=vocoder_net)
+    postfilter = False if args.no_postfilter else args.postfilter
+    summary = export_model(
+        args.checkpoint, args.out, half=not args.float32, vocoder_net=vocoder_net, postfilter=postfilter
+    )
     net = f", vocoder network {summary['vocoder_net']}" if summary["vocoder_net"] else ", no vocoder network"
+    net += f", post-filter {summary['postfilter']}" if summary["postfilter"] else ", no post-filter"
     print(
         f"model file: {args.out} ({summary['bytes'] / 1e6:.1f} MB, step {summary['step']}, "
         f"{summary['parameters'] / 1e6:.2f} M parameters{net})"
@@ -285,6 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--no-vocoder-net", action="store_true", help="use the filterbank pseudo-inverse, not the network"
     )
+    convert.add_argument(
+        "--postfilter",
+        metavar="FILE",
+        help="GAN post-filter for the converted mels (default: postfilter.pt beside the checkpoint, if any)",
+    )
+    convert.add_argument("--no-postfilter", action="store_true", help="vocode the model's mels as they are")
     convert.add_argument("--no-progress", action="store_true")
     convert.set_defaults(func=cmd_convert)
 
@@ -318,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.set_defaults(func=cmd_score)
 
     _add_vocoder_train(commands)
+    _add_postfilter_train(commands)
     export = commands.add_parser(
         "export",
         help="write an inference-only model file (fp16 weights, config, statistics, vocoder network)",
@@ -331,6 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="network to embed (default: mel2linear.pt beside the checkpoint)",
     )
     export.add_argument("--no-vocoder-net", action="store_true", help="embed no network (pseudo-inverse)")
+    export.add_argument(
+        "--postfilter", metavar="FILE", help="post-filter to embed (default: postfilter.pt beside it)"
+    )
+    export.add_argument("--no-postfilter", action="store_true", help="embed no post-filter")
     export.set_defaults(func=cmd_export)
     models = commands.add_parser("models", help="list the models bundled with the package")
     models.set_defaults(func=cmd_models)
@@ -381,6 +411,24 @@ def _add_vocoder_train(commands) -> None:
     sub.add_argument("--seed", type=int, help="random seed (default 1)")
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=cmd_vocoder_train)
+
+
+def _add_postfilter_train(commands) -> None:
+    sub = commands.add_parser(
+        "postfilter-train",
+        help="train the GAN post-filter that sharpens a conversion model's mels (on its training pairs)",
+    )
+    sub.add_argument("lists", nargs="+", metavar="LIST", help="pair lists (.tsv) the model was trained on")
+    sub.add_argument(
+        "--checkpoint", required=True, help="the conversion checkpoint (EXP/checkpoints/best.pt)"
+    )
+    sub.add_argument("--out", required=True, help="post-filter file, e.g. EXP/checkpoints/postfilter.pt")
+    sub.add_argument("--max-minutes", dest="max_minutes", type=float, help="time limit (default 6)")
+    sub.add_argument("--max-steps", dest="max_steps", type=_positive_int, help="step limit")
+    sub.add_argument("--valid-files", dest="valid_files", type=int, help="pairs held out (default 10)")
+    sub.add_argument("--seed", type=int, help="random seed (default 0)")
+    sub.add_argument("--no-progress", action="store_true")
+    sub.set_defaults(func=cmd_postfilter_train)
 
 
 def main(argv: list[str] | None = None) -> int:

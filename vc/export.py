@@ -18,6 +18,8 @@ import torch
 
 from vc.checkpoint import load_checkpoint, save_checkpoint
 from vc.mel2linear import EMBEDDED_VOCODER_KEY, find_mel2linear, read_mel2linear_payload
+from vc.postfilter import EMBEDDED_KEY as EMBEDDED_POSTFILTER_KEY
+from vc.postfilter import find_postfilter, read_postfilter_payload
 
 KEPT_KEYS = ("model", "config", "stats", "step")
 
@@ -33,12 +35,14 @@ def export_model(
     half: bool = True,
     vocoder_net: str | Path | bool | None = None,
     info: dict | None = None,
+    postfilter: str | Path | bool | None = None,
 ) -> dict:
     """Write the inference-only file ``out`` (atomically); returns what it holds, for a summary line.
 
     ``vocoder_net`` as in Converter.from_checkpoint: None embeds mel2linear.pt
     from beside the checkpoint when there is one, a path embeds that file,
-    False embeds none (the pseudo-inverse path).
+    False embeds none (the pseudo-inverse path). ``postfilter``: the same for
+    the GAN post-filter (postfilter.pt).
     """
     payload = load_checkpoint(checkpoint)
     exported = {key: payload[key] for key in KEPT_KEYS}
@@ -48,6 +52,10 @@ def export_model(
     if net_path is not None:
         net = read_mel2linear_payload(net_path)
         exported[EMBEDDED_VOCODER_KEY] = {**net, "model": _half(net["model"]) if half else net["model"]}
+    postfilter_path = find_postfilter(checkpoint, postfilter)
+    if postfilter_path is not None:
+        net = read_postfilter_payload(postfilter_path)
+        exported[EMBEDDED_POSTFILTER_KEY] = {**net, "model": _half(net["model"]) if half else net["model"]}
     exported["info"] = {"exported_from": Path(checkpoint).name, "dtype": "float16" if half else "float32"}
     exported["info"].update(info or {})
     save_checkpoint(out, exported)
@@ -55,5 +63,6 @@ def export_model(
         "step": int(payload["step"]),
         "parameters": sum(value.numel() for value in payload["model"].values()),
         "vocoder_net": net_path,
+        "postfilter": postfilter_path,
         "bytes": Path(out).stat().st_size,
     }

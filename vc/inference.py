@@ -22,6 +22,7 @@ from vc.errors import AudioError, CheckpointError, ConfigError, VcError
 from vc.fileio import atomic_open
 from vc.mel2linear import load_vocoder_net
 from vc.model import Seq2SeqVC, build_model, decoder_steps
+from vc.postfilter import load_postfilter
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
 from vc.voice_warp import VoiceCodebook, VoiceWarp
@@ -62,6 +63,7 @@ class Converter:
         seed: int = 0,
         magnitude_net: torch.nn.Module | None = None,
         source_codebook: VoiceCodebook | None = None,
+        postfilter: torch.nn.Module | None = None,
     ):
         self.config = config
         self.device = device
@@ -73,6 +75,8 @@ class Converter:
         self.tgt_stats = tgt_stats
         self.features = LogMel(config.audio).to(device)
         self.vocoder = GriffinLimVocoder(config.audio, config.vocoder, magnitude_net).to(device)
+        # (B, T, n_mels) log-mel -> the same, sharpened in time (vc.postfilter), or None.
+        self.postfilter = postfilter.to(device).eval() if postfilter is not None else None
         # Checkpoints from before vc/voice_warp.py hold no codebook: their inputs are not warped.
         self.voice_warp = (
             VoiceWarp(source_codebook, config.audio).to(device)
@@ -87,12 +91,14 @@ class Converter:
         device: str | None = None,
         overrides: list[str] | None = None,
         vocoder_net: str | Path | bool | None = None,
+        postfilter: str | Path | bool | None = None,
     ):
         """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings.
 
         ``vocoder_net``: the mel -> linear network file for Griffin-Lim; None uses
         the one inside an exported model file, else mel2linear.pt beside the
-        checkpoint when it exists; False the pseudo-inverse.
+        checkpoint when it exists; False the pseudo-inverse. ``postfilter``: the
+        same choice for the GAN post-filter (vc.postfilter, postfilter.pt); False: none.
         """
         for item in overrides or []:
             if not item.startswith(("inference.", "vocoder.")):
@@ -120,8 +126,16 @@ class Converter:
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
             ) from None
         magnitude_net = load_vocoder_net(config.audio, path, vocoder_net, device, payload=payload)
+        sharpener = load_postfilter(config.audio, path, postfilter, device, payload=payload)
         return cls(
-            model, config, src_stats, tgt_stats, device, magnitude_net=magnitude_net, source_codebook=codebook
+            model,
+            config,
+            src_stats,
+            tgt_stats,
+            device,
+            magnitude_net=magnitude_net,
+            source_codebook=codebook,
+            postfilter=sharpener,
         )
 
     @classmethod
@@ -164,6 +178,8 @@ class Converter:
         with private_rng(self.seed, self.device):
             out = self.model.inference(src, mel_lens, self.config.inference)
         converted = self.tgt_stats.denormalize(out.after)
+        if self.postfilter is not None:
+            converted = self.postfilter(converted, out.lens)
         generator = torch.Generator(device=self.device).manual_seed(self.seed)
         audio, audio_lens = self.vocoder(converted, out.lens, generator=generator)
         steps = decoder_steps(out.lens, self.config.model.reduction_factor)

@@ -5,7 +5,8 @@
 #   2 statistics   per-speaker mean/variance from the training set -> stats.json
 #   3 train        vc train (TensorBoard in EXP/tensorboard)
 #   4 vocoder      mel -> linear magnitude network for Griffin-Lim, on the target's training recordings
-#                  and the trained model's teacher-forced mels -> EXP/checkpoints/mel2linear.pt
+#                  and the trained model's teacher-forced mels -> EXP/checkpoints/mel2linear.pt; then the GAN
+#                  post-filter that sharpens the model's mels in time -> EXP/checkpoints/postfilter.pt
 #   5 convert      the eval set's source utterances -> EXP/converted/eval/*.wav
 #   6 score        MCD / F0 / WER / speaker similarity / predicted MOS beside the no-conversion floor,
 #                  the Griffin-Lim ceilings and the natural target -> EXP/scores.{txt,json}
@@ -16,6 +17,7 @@
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 20)
+#          --postfilter_minutes N (stage 4's post-filter time limit; default 6; 0: no post-filter)
 # Trailing key=value arguments override the training config (e.g. train.max_minutes=5).
 set -euo pipefail
 
@@ -29,12 +31,13 @@ tag=""
 work=.
 data_prep_args=""
 vocoder_minutes=8
+postfilter_minutes=6
 unseen_utts=20
 
 overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--work|--data_prep_args|--vocoder_minutes|--unseen_utts)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -91,6 +94,16 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     else
         run_stage 4 "vocoder" vc vocoder-train "$data/train.tsv" --config "$exp/config.yaml" \
             --checkpoint "$exp/checkpoints/best.pt" --out "$exp/checkpoints/mel2linear.pt" --max-minutes "$vocoder_minutes"
+    fi
+    if [ "$postfilter_minutes" = 0 ]; then
+        echo "=== stage 4: post-filter: skipped (--postfilter_minutes 0)"
+    elif [ -f "$exp/checkpoints/postfilter.pt" ]; then
+        echo "=== stage 4: post-filter: already done ($exp/checkpoints/postfilter.pt); delete it to train again"
+    else
+        echo "=== stage 4: post-filter ($(date '+%H:%M:%S'))"
+        vc postfilter-train "$data/train.tsv" --checkpoint "$exp/checkpoints/best.pt" \
+            --out "$exp/checkpoints/postfilter.pt" --max-minutes "$postfilter_minutes" 2>&1 \
+            | tee "$logs/stage4_postfilter.log"
     fi
 fi
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then

@@ -1,0 +1,157 @@
+"""The GAN post-filter: shapes, masking, gradients, save/load, training and its use by vc convert."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from tests.test_convert import speech_like
+from tests.test_mel2linear import N_MELS as TINY_MELS
+from tests.test_mel2linear import model_checkpoint  # noqa: F401 (a fixture)
+from vc import Converter
+from vc.cli import main
+from vc.config import AudioConfig
+from vc.errors import CheckpointError
+from vc.export import export_model
+from vc.model.postfilter import MelDiscriminator, MelPostfilter
+from vc.postfilter import (
+    COMPANION_NAME,
+    TrainOptions,
+    load_postfilter,
+    postfilter_from_payload,
+    read_postfilter_payload,
+    save_postfilter,
+    temporal_detail,
+    train_postfilter,
+)
+
+N_MELS = TINY_MELS  # the model_checkpoint fixture's
+
+
+def trained_like(seed: int = 0) -> MelPostfilter:
+    """A tiny post-filter whose output layer is no longer zero, as after training."""
+    torch.manual_seed(seed)
+    net = MelPostfilter(N_MELS, channels=8, dilations=(1, 2), kernel=3)
+    torch.nn.init.normal_(net.out.weight, std=0.3)
+    net.in_mean.fill_(-2.0)
+    net.in_std.fill_(0.5)
+    return net.eval()
+
+
+def test_starts_as_the_identity():
+    net = MelPostfilter(N_MELS, channels=8, dilations=(1,), kernel=3)
+    logmel = torch.randn(2, 11, N_MELS)
+    torch.testing.assert_close(net(logmel, torch.tensor([11, 6])), logmel)
+
+
+def test_shapes_and_padding_frames_pass_through():
+    net = trained_like()
+    logmel = torch.randn(2, 13, N_MELS)
+    out = net(logmel, torch.tensor([13, 7]))
+    assert out.shape == logmel.shape
+    torch.testing.assert_close(out[1, 7:], logmel[1, 7:])
+    assert not torch.allclose(out[1, :7], logmel[1, :7])
+
+
+def test_an_item_in_a_padded_batch_gives_what_it_gives_alone():
+    net = trained_like()
+    short = torch.randn(1, 7, N_MELS)
+    batch = torch.cat([torch.randn(1, 13, N_MELS), torch.cat([short, 50 * torch.randn(1, 6, N_MELS)], 1)])
+    together = net(batch, torch.tensor([13, 7]))[1, :7]
+    torch.testing.assert_close(together, net(short)[0])
+
+
+def test_every_parameter_gets_a_gradient():
+    net, critic = trained_like().train(), MelDiscriminator(N_MELS, channels=8)
+    out = net(torch.randn(2, 16, N_MELS), torch.tensor([16, 9]))
+    scores, features = critic(out)
+    assert scores.shape == (2, 4) and len(features) == 4
+    (scores.square().mean() + out.square().mean()).backward()
+    for name, parameter in [*net.named_parameters(), *critic.named_parameters()]:
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+
+
+def test_temporal_detail_falls_with_a_blur_in_time():
+    logmel = torch.randn(40, N_MELS)
+    blurred = torch.nn.functional.avg_pool1d(logmel.T[None], 5, stride=1, padding=2, count_include_pad=False)[
+        0
+    ].T
+    assert temporal_detail(blurred) < 0.6 * temporal_detail(logmel)
+
+
+def test_save_load_round_trip_and_refusals(tmp_path):
+    audio = dataclasses.replace(AudioConfig(), n_mels=N_MELS)
+    net = trained_like()
+    path = tmp_path / "postfilter.pt"
+    save_postfilter(path, net, audio, {"steps": 3})
+    loaded = load_postfilter(audio, None, path)
+    logmel = torch.randn(1, 9, N_MELS)
+    torch.testing.assert_close(loaded(logmel), net(logmel))
+    assert read_postfilter_payload(path)["info"]["steps"] == 3
+    with pytest.raises(CheckpointError, match="hop_length"):
+        load_postfilter(dataclasses.replace(audio, hop_length=128), None, path)
+    (tmp_path / "junk.pt").write_bytes(b"junk")
+    with pytest.raises(CheckpointError, match="not a readable post-filter"):
+        load_postfilter(audio, None, tmp_path / "junk.pt")
+    with pytest.raises(CheckpointError, match="not found"):
+        load_postfilter(audio, None, tmp_path / "missing.pt")
+    with pytest.raises(CheckpointError, match="not a usable post-filter"):
+        postfilter_from_payload({**read_postfilter_payload(path), "hparams": {}}, path)
+
+
+def test_converter_applies_the_companion_and_export_embeds_it(model_checkpoint, tmp_path):  # noqa: F811
+    path, config = model_checkpoint
+    wave = speech_like(0.5)
+    plain = Converter.from_checkpoint(path)
+    assert plain.postfilter is None
+    save_postfilter(path.parent / COMPANION_NAME, trained_like(), config.audio)
+    filtered = Converter.from_checkpoint(path)
+    assert isinstance(filtered.postfilter, MelPostfilter)
+    assert Converter.from_checkpoint(path, postfilter=False).postfilter is None
+    out_plain, out_filtered = plain.convert(wave, 16000)[0], filtered.convert(wave, 16000)[0]
+    assert np.isfinite(out_filtered).all() and not np.allclose(out_plain, out_filtered)
+    exported = tmp_path / "model.pt"
+    assert export_model(path, exported)["postfilter"] == path.parent / COMPANION_NAME
+    (path.parent / COMPANION_NAME).unlink()
+    assert isinstance(Converter.from_checkpoint(exported).postfilter, MelPostfilter)
+    assert export_model(path, tmp_path / "bare.pt")["postfilter"] is None
+
+
+def test_convert_cli_bad_postfilter_file_is_one_line(model_checkpoint, tmp_path, capsys):  # noqa: F811
+    path, _ = model_checkpoint
+    sf.write(tmp_path / "in.wav", speech_like(0.5), 16000)
+    (tmp_path / "bad.pt").write_bytes(b"junk")
+    argv = ["convert", "--no-progress", "--checkpoint", str(path), "--postfilter", str(tmp_path / "bad.pt")]
+    assert main([*argv, str(tmp_path / "in.wav"), str(tmp_path / "out.wav")]) == 1
+    err = capsys.readouterr().err
+    assert "not a readable post-filter" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out.wav").exists()
+
+
+def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_path, capsys):  # noqa: F811
+    path, _ = model_checkpoint
+    lines = []
+    for k in range(3):
+        for role in ("src", "tgt"):
+            sf.write(tmp_path / f"{role}{k}.wav", speech_like(0.5, seed=10 * k + len(role)), 16000)
+        lines.append(f"utt{k}\tsrc{k}.wav\ttgt{k}.wav")
+    pairs = tmp_path / "train.tsv"
+    pairs.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "postfilter.pt"
+    argv = ["postfilter-train", str(pairs), "--checkpoint", str(path), "--out", str(out), "--no-progress"]
+    assert main([*argv, "--max-steps", "3", "--valid-files", "1"]) == 0
+    assert "post-filter:" in capsys.readouterr().out
+    info = read_postfilter_payload(out)["info"]
+    assert info["steps"] == 3 and info["pairs"] == 2 and info["valid_pairs"] == 1
+    options = TrainOptions(
+        max_steps=3, warmup_steps=1, batch_size=2, crop_frames=8, valid_files=1, channels=8
+    )
+    info = train_postfilter([pairs], path, out, options, progress=False)  # two adversarial steps
+    assert info["steps"] == 3 and info["detail"] != info["detail_before"]
+    missing = ["postfilter-train", str(tmp_path / "none.tsv"), "--checkpoint", str(path), "--out", str(out)]
+    assert main([*missing, "--no-progress"]) == 1
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -1,0 +1,278 @@
+"""Train, save and find the GAN post-filter (vc.model.postfilter) of a conversion model.
+
+Training pairs come from the model itself: its teacher-forced log-mels of the
+training pairs (frame k estimates target frame k) against the target's natural
+log-mels. The generator learns L1 toward the natural frames plus a
+least-squares GAN loss and feature matching from a discriminator that tells
+natural from post-filtered patches; the first ``warmup_steps`` are L1 alone.
+
+    vc postfilter-train data/bdl_slt/train.tsv --checkpoint EXP/checkpoints/best.pt \
+        --out EXP/checkpoints/postfilter.pt
+
+The file is a small companion of the conversion checkpoint: `vc convert` and
+Converter.from_checkpoint apply ``postfilter.pt`` beside the checkpoint when it
+is there (COMPANION_NAME), and `vc export` embeds it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vc import __version__
+from vc.audio import FeatureStats, LogMel, read_audio
+from vc.checkpoint import load_checkpoint
+from vc.config import AudioConfig, Config
+from vc.data import read_pair_list
+from vc.errors import CheckpointError, DataError
+from vc.fileio import atomic_open
+from vc.mel2linear import AUDIO_KEYS, predicted_mels
+from vc.model.postfilter import MelDiscriminator, MelPostfilter
+from vc.progress import progress as show_progress
+
+log = logging.getLogger(__name__)
+
+FORMAT = "vc-postfilter"
+COMPANION_NAME = "postfilter.pt"
+EMBEDDED_KEY = "postfilter"  # where `vc export` puts the network inside a model file
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    max_minutes: float = 6.0  # wall-clock limit, pair extraction included
+    max_steps: int = 0  # 0: no step limit
+    batch_size: int = 32
+    crop_frames: int = 64  # about 1 s of 16 ms frames per training example
+    learning_rate: float = 2e-4
+    warmup_steps: int = 300  # L1 alone first: the discriminator meets a sensible generator
+    l1_weight: float = 10.0
+    adversarial_weight: float = 1.0
+    feature_matching_weight: float = 2.0
+    channels: int = 256
+    valid_files: int = 10
+    seed: int = 0
+
+
+def temporal_detail(logmel: torch.Tensor) -> float:
+    """Mean |frame-to-frame change| of a (T, n_mels) log-mel: what a blur in time takes away."""
+    return float((logmel[1:] - logmel[:-1]).abs().mean())
+
+
+def training_pairs(
+    checkpoint: str | Path, pair_lists: list[str | Path], audio: AudioConfig, progress: bool = True
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(the model's teacher-forced log-mel, the target's natural log-mel), each (T, n_mels), per pair."""
+    pairs = [pair for path in pair_lists for pair in read_pair_list(path)]
+    if len(pairs) < 2:
+        raise DataError(f"need at least 2 pairs to train and validate, found {len(pairs)}")
+    extractor = LogMel(audio)
+    natural = []
+    for pair in show_progress(pairs, desc="features", unit="file", disable=not progress):
+        natural.append(extractor(torch.from_numpy(read_audio(pair.target, audio))[None])[0][0])
+    files = [pair.target for pair in pairs]
+    predicted = predicted_mels(checkpoint, pair_lists, files, natural, audio, progress)
+    return list(zip(predicted, natural, strict=True))
+
+
+def train_postfilter(
+    pair_lists: list[str | Path],
+    checkpoint: str | Path,
+    out: str | Path,
+    options: TrainOptions,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train on the model's own predictions of the pairs in ``pair_lists``; save the generator to ``out``."""
+    started = time.monotonic()
+    payload = load_checkpoint(checkpoint)
+    audio = Config.from_dict(payload["config"]).audio
+    stats = FeatureStats.from_dict(payload["stats"]["target"])
+    torch.manual_seed(options.seed)
+    rng = random.Random(options.seed)
+    items = training_pairs(checkpoint, pair_lists, audio, progress)
+    valid_count = min(options.valid_files, len(items) // 2)
+    train_items, valid_items = items[: len(items) - valid_count], items[len(items) - valid_count :]
+    generator = MelPostfilter(audio.n_mels, channels=options.channels)
+    generator.in_mean.copy_(torch.as_tensor(stats.mean, dtype=torch.float32))
+    generator.in_std.copy_(torch.as_tensor(stats.std, dtype=torch.float32))
+    before = _validate(generator, valid_items)
+    budget = (
+        max(1.0, options.max_minutes * 60.0 - (time.monotonic() - started))
+        if options.max_minutes > 0
+        else math.inf
+    )
+    steps = _optimise(generator, train_items, options, budget, rng, progress)
+    after = _validate(generator, valid_items)
+    info = dict(
+        pairs=len(train_items), valid_pairs=valid_count, steps=steps,
+        minutes=(time.monotonic() - started) / 60, valid_l1_before=before[0], valid_l1=after[0],
+        detail_before=before[1], detail=after[1], detail_natural=before[2],
+    )  # fmt: skip
+    save_postfilter(out, generator, audio, info)
+    log.info(
+        "postfilter: %d steps in %.1f min; validation L1 %.3f -> %.3f, temporal detail %.3f -> %.3f (natural %.3f)",
+        steps, info["minutes"], before[0], after[0], before[1], after[1], before[2],
+    )  # fmt: skip
+    return info
+
+
+@torch.no_grad()
+def _validate(generator: MelPostfilter, items) -> tuple[float, float, float]:
+    """Mean L1 to the natural frames, and the temporal detail of the output and of the natural frames."""
+    generator.eval()
+    l1, detail, natural_detail = [], [], []
+    for predicted, natural in items:
+        out = generator(predicted[None])[0]
+        l1.append(float((out - natural).abs().mean()))
+        detail.append(temporal_detail(out))
+        natural_detail.append(temporal_detail(natural))
+    return sum(l1) / len(l1), sum(detail) / len(detail), sum(natural_detail) / len(natural_detail)
+
+
+def _crop_batch(items, batch_size: int, crop: int, rng: random.Random):
+    """Random aligned crops of ``crop`` frames (shorter items are padded by repeating their last frame)."""
+    inputs, targets = [], []
+    for predicted, natural in rng.choices(items, k=batch_size):
+        if len(natural) < crop:
+            pad = crop - len(natural)
+            predicted = torch.cat([predicted, predicted[-1:].expand(pad, -1)])
+            natural = torch.cat([natural, natural[-1:].expand(pad, -1)])
+        start = rng.randrange(len(natural) - crop + 1)
+        inputs.append(predicted[start : start + crop])
+        targets.append(natural[start : start + crop])
+    return torch.stack(inputs), torch.stack(targets)
+
+
+def _optimise(generator, items, options: TrainOptions, budget: float, rng, progress: bool) -> int:
+    discriminator = MelDiscriminator(generator.hparams["n_mels"])
+    betas = (0.5, 0.9)  # the usual GAN setting: a short memory of the other player's moves
+    g_opt = torch.optim.Adam(generator.parameters(), options.learning_rate, betas=betas)
+    d_opt = torch.optim.Adam(discriminator.parameters(), options.learning_rate, betas=betas)
+    normalise = lambda mel: (mel - generator.in_mean) / generator.in_std  # noqa: E731
+    generator.train()
+    started, step = time.monotonic(), 0
+    total = options.max_steps or None
+    with show_progress(total=total, desc="postfilter", unit="step", disable=not progress) as bar:
+        while time.monotonic() - started < budget and (options.max_steps <= 0 or step < options.max_steps):
+            predicted, natural = _crop_batch(items, options.batch_size, options.crop_frames, rng)
+            fake = generator(predicted)
+            l1 = (normalise(fake) - normalise(natural)).abs().mean()
+            loss = options.l1_weight * l1
+            if step >= options.warmup_steps:
+                real_score, real_features = discriminator(normalise(natural))
+                fake_score, _ = discriminator(normalise(fake.detach()))
+                d_loss = (real_score - 1).square().mean() + fake_score.square().mean()
+                d_opt.zero_grad(set_to_none=True)
+                d_loss.backward()
+                d_opt.step()
+                fake_score, fake_features = discriminator(normalise(fake))
+                matching = sum(
+                    (f - r.detach()).abs().mean() for f, r in zip(fake_features, real_features, strict=True)
+                ) / len(fake_features)
+                loss = (
+                    loss
+                    + options.adversarial_weight * (fake_score - 1).square().mean()
+                    + options.feature_matching_weight * matching
+                )
+            g_opt.zero_grad(set_to_none=True)
+            loss.backward()
+            g_opt.step()
+            step += 1
+            bar.update(1)
+    generator.eval()
+    return step
+
+
+def save_postfilter(
+    path: str | Path, net: MelPostfilter, audio: AudioConfig, info: dict | None = None
+) -> None:
+    """Atomic torch.save of the generator, its hyper-parameters and the audio settings it expects."""
+    payload = {
+        "format": FORMAT,
+        "vc_version": __version__,
+        "hparams": dict(net.hparams),
+        "model": net.state_dict(),
+        "audio": {key: getattr(audio, key) for key in AUDIO_KEYS},
+        "info": dict(info or {}),
+    }
+    with atomic_open(path) as out:
+        torch.save(payload, out)
+
+
+def read_postfilter_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
+    """The saved dict of a post-filter file (format checked), for loading or embedding."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"post-filter not found: {path}")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception:
+        raise CheckpointError(
+            f"{path} is not a readable post-filter (corrupt, truncated or foreign)"
+        ) from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a post-filter (no '{FORMAT}' marker)")
+    return payload
+
+
+def postfilter_from_payload(
+    payload: dict,
+    where: str | Path,
+    audio: AudioConfig | None = None,
+    map_location: str | torch.device = "cpu",
+) -> MelPostfilter:
+    """The generator of a saved dict in eval mode, float32; with ``audio``, refuse other audio settings."""
+    try:
+        hparams = dict(payload["hparams"])
+        hparams["dilations"] = tuple(hparams["dilations"])
+        net = MelPostfilter(**hparams)
+        net.load_state_dict(payload["model"])
+        trained = payload["audio"]
+    except (RuntimeError, KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{where} is not a usable post-filter: {str(exc).splitlines()[0]}") from None
+    if audio is not None:
+        for key in AUDIO_KEYS:
+            if trained.get(key) != getattr(audio, key):
+                raise CheckpointError(
+                    f"{where} was trained with audio.{key}={trained.get(key)}, the model uses {getattr(audio, key)}"
+                )
+    return net.to(map_location).eval()
+
+
+def find_postfilter(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:
+    """The post-filter file to use: ``explicit`` when a path, none when False, else the companion if present."""
+    if explicit is False or (checkpoint is None and explicit in (None, True)):
+        return None
+    if explicit not in (None, True):
+        return Path(explicit)
+    companion = Path(checkpoint).parent / COMPANION_NAME
+    return companion if companion.is_file() else None
+
+
+def load_postfilter(
+    audio: AudioConfig,
+    checkpoint: str | Path | None,
+    postfilter: str | Path | bool | None = None,
+    device: str | torch.device = "cpu",
+    payload: dict | None = None,
+) -> MelPostfilter | None:
+    """The post-filter `vc convert` applies with ``checkpoint``, or None.
+
+    ``postfilter``: a file; False: none; None: the one inside an exported model
+    file, else the companion beside the checkpoint.
+    """
+    if postfilter is None and checkpoint is not None:
+        if payload is None:
+            payload = load_checkpoint(checkpoint, map_location=device)
+        if EMBEDDED_KEY in payload:
+            return postfilter_from_payload(payload[EMBEDDED_KEY], checkpoint, audio, device)
+    path = find_postfilter(checkpoint, postfilter)
+    if path is None:
+        return None
+    return postfilter_from_payload(read_postfilter_payload(path, device), path, audio, device)
