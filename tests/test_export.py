@@ -131,3 +131,30 @@ def test_convert_without_checkpoint_uses_the_bundled_model_and_says_so_once(tmp_
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"bundled model '{get_model().name}'" in lines[0]
     assert sf.info(tmp_path / "out.wav").frames > 16000
+
+
+def test_re_exporting_an_exported_file_keeps_what_it_embeds(model_checkpoint, tmp_path):  # noqa: F811
+    """A bundled model gains a post-filter by exporting it again: its vocoder network stays inside."""
+    from vc.model.postfilter import MelPostfilter
+    from vc.postfilter import EMBEDDED_KEY, save_postfilter
+
+    path, config = model_checkpoint
+    _with_network(path, config)
+    first = tmp_path / "first" / "model.pt"
+    first.parent.mkdir()
+    export_model(path, first)
+    save_postfilter(
+        tmp_path / "postfilter.pt", MelPostfilter(N_MELS, channels=8, dilations=(1,)), config.audio
+    )
+    again = tmp_path / "again.pt"
+    summary = export_model(first, again, postfilter=tmp_path / "postfilter.pt")
+    payload = load_checkpoint(again)
+    assert EMBEDDED_VOCODER_KEY in payload and EMBEDDED_KEY in payload
+    assert summary["vocoder_net"] == first and summary["postfilter"] == tmp_path / "postfilter.pt"
+    for name, kwargs, kept in (
+        ("third.pt", {}, {EMBEDDED_VOCODER_KEY, EMBEDDED_KEY}),
+        ("bare.pt", {"postfilter": False}, {EMBEDDED_VOCODER_KEY}),
+        ("nonet.pt", {"vocoder_net": False}, {EMBEDDED_KEY}),
+    ):
+        export_model(again, tmp_path / name, **kwargs)
+        assert set(load_checkpoint(tmp_path / name)) & {EMBEDDED_VOCODER_KEY, EMBEDDED_KEY} == kept, name

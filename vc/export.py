@@ -28,6 +28,24 @@ def _half(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {key: value.half() if value.is_floating_point() else value for key, value in state.items()}
 
 
+def _embed(exported, payload, checkpoint, key, half, path, choice, read) -> Path | None:
+    """Put a companion network into ``exported[key]``; returns where it came from, or None.
+
+    ``path``: the file found for it (an explicit one, or the companion beside
+    the checkpoint). Without one, a network already embedded in ``checkpoint``
+    (an exported or bundled file being exported again) is kept, unless
+    ``choice`` is False.
+    """
+    if path is not None:
+        net = read(path)
+    elif choice is None and key in payload:
+        net, path = payload[key], Path(checkpoint)
+    else:
+        return None
+    exported[key] = {**net, "model": _half(net["model"]) if half else net["model"]}
+    return path
+
+
 def export_model(
     checkpoint: str | Path,
     out: str | Path,
@@ -42,20 +60,21 @@ def export_model(
     ``vocoder_net`` as in Converter.from_checkpoint: None embeds mel2linear.pt
     from beside the checkpoint when there is one, a path embeds that file,
     False embeds none (the pseudo-inverse path). ``postfilter``: the same for
-    the GAN post-filter (postfilter.pt).
+    the GAN post-filter (postfilter.pt). Exporting an exported file again keeps
+    what it embeds unless a file or False replaces it.
     """
     payload = load_checkpoint(checkpoint)
     exported = {key: payload[key] for key in KEPT_KEYS}
     if half:
         exported["model"] = _half(exported["model"])
-    net_path = find_mel2linear(checkpoint, vocoder_net)
-    if net_path is not None:
-        net = read_mel2linear_payload(net_path)
-        exported[EMBEDDED_VOCODER_KEY] = {**net, "model": _half(net["model"]) if half else net["model"]}
-    postfilter_path = find_postfilter(checkpoint, postfilter)
-    if postfilter_path is not None:
-        net = read_postfilter_payload(postfilter_path)
-        exported[EMBEDDED_POSTFILTER_KEY] = {**net, "model": _half(net["model"]) if half else net["model"]}
+    net_path = _embed(
+        exported, payload, checkpoint, EMBEDDED_VOCODER_KEY, half,
+        find_mel2linear(checkpoint, vocoder_net), vocoder_net, read_mel2linear_payload,
+    )  # fmt: skip
+    postfilter_path = _embed(
+        exported, payload, checkpoint, EMBEDDED_POSTFILTER_KEY, half,
+        find_postfilter(checkpoint, postfilter), postfilter, read_postfilter_payload,
+    )  # fmt: skip
     exported["info"] = {"exported_from": Path(checkpoint).name, "dtype": "float16" if half else "float32"}
     exported["info"].update(info or {})
     save_checkpoint(out, exported)
