@@ -203,15 +203,21 @@ def test_vocoder_train_cli_bad_input_is_one_line(tmp_path, capsys):
     assert code == 1 and "input not found" in err and len(err.strip().splitlines()) == 1
 
 
+def write_pair_list(folder, count: int):
+    """``count`` synthetic source/target wav pairs in ``folder`` and their list, train.tsv."""
+    lines = []
+    for k in range(count):
+        for role in ("src", "tgt"):
+            sf.write(folder / f"{role}{k}.wav", speech_like(0.5, seed=10 * k + len(role)), 16000)
+        lines.append(f"utt{k}\tsrc{k}.wav\ttgt{k}.wav")
+    pairs = folder / "train.tsv"
+    pairs.write_text("\n".join(lines) + "\n")
+    return pairs
+
+
 def test_vocoder_train_fine_tunes_on_predicted_mels(model_checkpoint, tmp_path, capsys):
     path, config = model_checkpoint
-    lines = []
-    for k in range(3):
-        for role in ("src", "tgt"):
-            sf.write(tmp_path / f"{role}{k}.wav", speech_like(0.5, seed=10 * k + len(role)), 16000)
-        lines.append(f"utt{k}\tsrc{k}.wav\ttgt{k}.wav")
-    pairs = tmp_path / "train.tsv"
-    pairs.write_text("\n".join(lines) + "\n")
+    pairs = write_pair_list(tmp_path, 3)
     config_file = tmp_path / "config.yaml"
     config_file.write_text(yaml.safe_dump({"audio": dataclasses.asdict(config.audio)}))
     first, tuned = tmp_path / "first.pt", tmp_path / "tuned.pt"

@@ -11,7 +11,10 @@ import torch
 
 from tests.test_convert import speech_like
 from tests.test_mel2linear import N_MELS as TINY_MELS
-from tests.test_mel2linear import model_checkpoint  # noqa: F401 (a fixture)
+from tests.test_mel2linear import (
+    model_checkpoint,  # noqa: F401 (a fixture)
+    write_pair_list,
+)
 from vc import Converter
 from vc.cli import main
 from vc.config import AudioConfig
@@ -134,13 +137,7 @@ def test_convert_cli_bad_postfilter_file_is_one_line(model_checkpoint, tmp_path,
 
 def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_path, capsys):  # noqa: F811
     path, _ = model_checkpoint
-    lines = []
-    for k in range(3):
-        for role in ("src", "tgt"):
-            sf.write(tmp_path / f"{role}{k}.wav", speech_like(0.5, seed=10 * k + len(role)), 16000)
-        lines.append(f"utt{k}\tsrc{k}.wav\ttgt{k}.wav")
-    pairs = tmp_path / "train.tsv"
-    pairs.write_text("\n".join(lines) + "\n")
+    pairs = write_pair_list(tmp_path, 3)
     out = tmp_path / "postfilter.pt"
     argv = ["postfilter-train", str(pairs), "--checkpoint", str(path), "--out", str(out), "--no-progress"]
     assert main([*argv, "--max-steps", "3", "--valid-files", "1"]) == 0

@@ -346,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_postfilter_train(commands)
     export = commands.add_parser(
         "export",
-        help="write an inference-only model file (fp16 weights, config, statistics, vocoder network)",
+        help="write an inference-only model file (fp16 weights, config, statistics, vocoder network, post-filter)",
     )
     export.add_argument("checkpoint", help="a checkpoint written by vc train (e.g. EXP/checkpoints/best.pt)")
     export.add_argument("out", help="the model file to write")

@@ -23,13 +23,12 @@ from typing import Any
 
 import torch
 
-from vc import __version__
 from vc.audio import AUDIO_FORMATS, LogMel, read_audio
 from vc.checkpoint import load_checkpoint, private_rng
+from vc.companion import check_audio, find_companion, read_network_payload, save_network
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
 from vc.errors import CheckpointError, DataError
-from vc.fileio import atomic_open
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
@@ -43,11 +42,6 @@ EMBEDDED_VOCODER_KEY = "vocoder_net"  # where `vc export` puts the network insid
 # recordings have their noise floor near 1e-3 on this scale; below 1e-5 nothing
 # is audible, and a lower floor would let silent bins dominate an L1 loss.
 MAGNITUDE_FLOOR = 1e-5
-# The audio settings the network was trained under; any difference changes its input or output.
-AUDIO_KEYS = (
-    "sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "fmin", "fmax",
-    "spectrogram_power", "log_base", "log_floor",
-)  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -295,7 +289,7 @@ def predicted_mels(
     missing = [f for f in files if f not in by_target]
     if missing:
         raise DataError(f"--checkpoint needs pair lists: no source for {missing[0]}")
-    converter = Converter.from_checkpoint(checkpoint, device="cpu", vocoder_net=False)
+    converter = Converter.from_checkpoint(checkpoint, device="cpu", vocoder_net=False, postfilter=False)
     if converter.config.audio != audio:
         raise DataError(f"{checkpoint} uses other audio settings than --config; pass its config.yaml")
     pad = torch.nn.utils.rnn.pad_sequence
@@ -323,32 +317,12 @@ def predicted_mels(
 
 def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info: dict | None = None) -> None:
     """Atomic torch.save of the network, its hyper-parameters and the audio settings it expects."""
-    payload = {
-        "format": FORMAT,
-        "vc_version": __version__,
-        "hparams": dict(net.hparams),
-        "model": net.state_dict(),
-        "audio": {key: getattr(audio, key) for key in AUDIO_KEYS},
-        "info": dict(info or {}),
-    }
-    with atomic_open(path) as out:
-        torch.save(payload, out)
+    save_network(path, FORMAT, net, net.hparams, audio, info)
 
 
 def read_mel2linear_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """The saved dict of a network file (format checked), for loading or for embedding elsewhere."""
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"mel2linear network not found: {path}")
-    try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception:
-        raise CheckpointError(
-            f"{path} is not a readable mel2linear network (corrupt, truncated or foreign)"
-        ) from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not a mel2linear network (no '{FORMAT}' marker)")
-    return payload
+    return read_network_payload(path, FORMAT, "mel2linear network", map_location)
 
 
 def mel2linear_from_payload(
@@ -370,11 +344,7 @@ def mel2linear_from_payload(
             f"{where} is not a usable mel2linear network: {str(exc).splitlines()[0]}"
         ) from None
     if audio is not None:
-        for key in AUDIO_KEYS:
-            if trained.get(key) != getattr(audio, key):
-                raise CheckpointError(
-                    f"{where} was trained with audio.{key}={trained.get(key)}, the model uses {getattr(audio, key)}"
-                )
+        check_audio(trained, audio, where)
     return net.to(map_location).eval()
 
 
@@ -392,14 +362,7 @@ def companion_path(checkpoint: str | Path) -> Path:
 
 def find_mel2linear(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:
     """The network file to use: ``explicit`` when a path, none when False, else the companion if present."""
-    if explicit is False:
-        return None
-    if explicit not in (None, True):
-        return Path(explicit)
-    if checkpoint is None:
-        return None
-    companion = companion_path(checkpoint)
-    return companion if companion.is_file() else None
+    return find_companion(checkpoint, COMPANION_NAME, explicit)
 
 
 def load_vocoder_net(

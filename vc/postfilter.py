@@ -26,14 +26,13 @@ from typing import Any
 
 import torch
 
-from vc import __version__
 from vc.audio import FeatureStats, LogMel, read_audio
 from vc.checkpoint import load_checkpoint
+from vc.companion import check_audio, find_companion, read_network_payload, save_network
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
 from vc.errors import CheckpointError, DataError
-from vc.fileio import atomic_open
-from vc.mel2linear import AUDIO_KEYS, predicted_mels
+from vc.mel2linear import predicted_mels
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.progress import progress as show_progress
 
@@ -193,32 +192,12 @@ def save_postfilter(
     path: str | Path, net: MelPostfilter, audio: AudioConfig, info: dict | None = None
 ) -> None:
     """Atomic torch.save of the generator, its hyper-parameters and the audio settings it expects."""
-    payload = {
-        "format": FORMAT,
-        "vc_version": __version__,
-        "hparams": dict(net.hparams),
-        "model": net.state_dict(),
-        "audio": {key: getattr(audio, key) for key in AUDIO_KEYS},
-        "info": dict(info or {}),
-    }
-    with atomic_open(path) as out:
-        torch.save(payload, out)
+    save_network(path, FORMAT, net, net.hparams, audio, info)
 
 
 def read_postfilter_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """The saved dict of a post-filter file (format checked), for loading or embedding."""
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"post-filter not found: {path}")
-    try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception:
-        raise CheckpointError(
-            f"{path} is not a readable post-filter (corrupt, truncated or foreign)"
-        ) from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not a post-filter (no '{FORMAT}' marker)")
-    return payload
+    return read_network_payload(path, FORMAT, "post-filter", map_location)
 
 
 def postfilter_from_payload(
@@ -232,27 +211,18 @@ def postfilter_from_payload(
         hparams = dict(payload["hparams"])
         hparams["dilations"] = tuple(hparams["dilations"])
         net = MelPostfilter(**hparams)
-        net.load_state_dict(payload["model"])
+        net.load_state_dict(payload["model"])  # copies into float32 parameters, also from fp16
         trained = payload["audio"]
     except (RuntimeError, KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{where} is not a usable post-filter: {str(exc).splitlines()[0]}") from None
     if audio is not None:
-        for key in AUDIO_KEYS:
-            if trained.get(key) != getattr(audio, key):
-                raise CheckpointError(
-                    f"{where} was trained with audio.{key}={trained.get(key)}, the model uses {getattr(audio, key)}"
-                )
+        check_audio(trained, audio, where)
     return net.to(map_location).eval()
 
 
 def find_postfilter(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:
     """The post-filter file to use: ``explicit`` when a path, none when False, else the companion if present."""
-    if explicit is False or (checkpoint is None and explicit in (None, True)):
-        return None
-    if explicit not in (None, True):
-        return Path(explicit)
-    companion = Path(checkpoint).parent / COMPANION_NAME
-    return companion if companion.is_file() else None
+    return find_companion(checkpoint, COMPANION_NAME, explicit)
 
 
 def load_postfilter(

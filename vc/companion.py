@@ -1,0 +1,82 @@
+"""The file format of the small networks that travel with a conversion checkpoint.
+
+The mel -> linear network (vc.mel2linear) and the GAN post-filter
+(vc.postfilter) are each saved beside the checkpoint they serve, or embedded in
+an exported model file, as one dict: a format marker, the vc version, the
+network's constructor arguments, its weights, the audio settings it was
+trained under and a free ``info`` dict.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from vc import __version__
+from vc.config import AudioConfig
+from vc.errors import CheckpointError
+from vc.fileio import atomic_open
+
+# The audio settings a network was trained under; any difference changes its input or output.
+AUDIO_KEYS = (
+    "sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "fmin", "fmax",
+    "spectrogram_power", "log_base", "log_floor",
+)  # fmt: skip
+
+
+def save_network(
+    path: str | Path, marker: str, net: nn.Module, hparams: dict, audio: AudioConfig, info: dict | None
+) -> None:
+    """Atomic torch.save of the network, its hyper-parameters and the audio settings it expects."""
+    payload = {
+        "format": marker,
+        "vc_version": __version__,
+        "hparams": dict(hparams),
+        "model": net.state_dict(),
+        "audio": {key: getattr(audio, key) for key in AUDIO_KEYS},
+        "info": dict(info or {}),
+    }
+    with atomic_open(path) as out:
+        torch.save(payload, out)
+
+
+def read_network_payload(
+    path: str | Path, marker: str, what: str, map_location: str | torch.device = "cpu"
+) -> dict:
+    """The saved dict of a network file, its ``marker`` checked; ``what`` names the kind in errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{what} not found: {path}")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception:
+        raise CheckpointError(f"{path} is not a readable {what} (corrupt, truncated or foreign)") from None
+    if not isinstance(payload, dict) or payload.get("format") != marker:
+        raise CheckpointError(f"{path} is not a {what} (no '{marker}' marker)")
+    return payload
+
+
+def check_audio(trained: dict, audio: AudioConfig, where: str | Path) -> None:
+    """Refuse a network trained under other audio settings than ``audio``."""
+    for key in AUDIO_KEYS:
+        if trained.get(key) != getattr(audio, key):
+            raise CheckpointError(
+                f"{where} was trained with audio.{key}={trained.get(key)}, the model uses {getattr(audio, key)}"
+            )
+
+
+def find_companion(
+    checkpoint: str | Path | None, name: str, explicit: str | Path | bool | None = None
+) -> Path | None:
+    """The network file to use: ``explicit`` when a path, none when False, else ``name`` beside the
+    checkpoint if present."""
+    if explicit is False:
+        return None
+    if explicit not in (None, True):
+        return Path(explicit)
+    if checkpoint is None:
+        return None
+    companion = Path(checkpoint).parent / name
+    return companion if companion.is_file() else None
