@@ -170,6 +170,9 @@ def _optimise(generator, items, options: TrainOptions, budget: float, rng, progr
                 d_opt.zero_grad(set_to_none=True)
                 d_loss.backward()
                 d_opt.step()
+                # Feature matching reads the real features of the discriminator as it was
+                # before this step's update: one forward pass fewer, and a one-step-old
+                # target is what every later measurement of the post-filter was made with.
                 fake_score, fake_features = discriminator(normalise(fake))
                 matching = sum(
                     (f - r.detach()).abs().mean() for f, r in zip(fake_features, real_features, strict=True)
