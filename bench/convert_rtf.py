@@ -46,8 +46,10 @@ def run_pipeline(converter, waves: list[np.ndarray], watch: Stopwatch) -> dict:
                 mask = make_pad_mask(out.lens, out.frames.shape[1])
                 after = out.frames + model.postnet(out.frames, mask)
                 after = after * ~mask.unsqueeze(-1)
+                converted = converter.tgt_stats.denormalize(after)
+                if converter.postfilter is not None:  # the GAN post-filter, when the model has one
+                    converted = converter.postfilter(converted, out.lens)
         with watch("vocoder"):
-            converted = converter.tgt_stats.denormalize(after)
             generator = torch.Generator().manual_seed(converter.seed)
             audio, audio_lens = converter.vocoder(converted, out.lens, generator=generator)
         with watch("output"):

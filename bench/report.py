@@ -168,7 +168,7 @@ def convert_lines(convert: dict, load: dict) -> list[str]:
         )
     lines += table(headers, rows)
     lines.append(
-        "   total = features+encoder+decoder+postnet+vocoder(+output copy), timed piece by piece; convert_batch = "
+        "   total = features+encoder+decoder+postnet(+post-filter)+vocoder(+output copy), timed piece by piece; convert_batch = "
         "Converter.convert_batch end to end on the same batches; read = read_audio (decode+trim), not in total;"
     )
     lines.append(
