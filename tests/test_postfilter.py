@@ -149,6 +149,9 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     )
     info = train_postfilter([pairs], path, out, options, progress=False)  # two adversarial steps
     assert info["steps"] == 3 and info["detail"] != info["detail_before"]
+    unbounded = ["postfilter-train", str(pairs), "--checkpoint", str(path), "--out", str(tmp_path / "x.pt")]
+    assert main([*unbounded, "--max-minutes", "0", "--no-progress"]) == 1
+    assert "needs a time limit" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()
     missing = ["postfilter-train", str(tmp_path / "none.tsv"), "--checkpoint", str(path), "--out", str(out)]
     assert main([*missing, "--no-progress"]) == 1
     assert len(capsys.readouterr().err.strip().splitlines()) == 1

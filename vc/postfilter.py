@@ -31,7 +31,7 @@ from vc.checkpoint import load_checkpoint
 from vc.companion import check_audio, find_companion, read_network_payload, save_network
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
-from vc.errors import CheckpointError, DataError
+from vc.errors import CheckpointError, ConfigError, DataError
 from vc.mel2linear import predicted_mels
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.progress import progress as show_progress
@@ -88,6 +88,10 @@ def train_postfilter(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Train on the model's own predictions of the pairs in ``pair_lists``; save the generator to ``out``."""
+    if options.max_minutes <= 0 and options.max_steps <= 0:
+        raise ConfigError(
+            "the post-filter needs a time limit (--max-minutes > 0) or a step limit (--max-steps)"
+        )
     started = time.monotonic()
     payload = load_checkpoint(checkpoint)
     audio = Config.from_dict(payload["config"]).audio
