@@ -9,6 +9,7 @@ trained under and a free ``info`` dict.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -56,6 +57,30 @@ def read_network_payload(
     if not isinstance(payload, dict) or payload.get("format") != marker:
         raise CheckpointError(f"{path} is not a {what} (no '{marker}' marker)")
     return payload
+
+
+def network_from_payload(
+    payload: dict,
+    build: Callable[..., nn.Module],
+    what: str,
+    where: str | Path,
+    audio: AudioConfig | None = None,
+    map_location: str | torch.device = "cpu",
+) -> nn.Module:
+    """``build(**hparams)`` with the saved weights, in eval mode, float32.
+
+    ``payload``: a file's dict or one embedded in a model file. With ``audio``,
+    refuse one trained under other audio settings; ``where`` and ``what`` name it in errors.
+    """
+    try:
+        net = build(**payload["hparams"])
+        net.load_state_dict(payload["model"])  # copies into float32 parameters, also from fp16
+        trained = payload["audio"]
+    except (RuntimeError, KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"{where} is not a usable {what}: {str(exc).splitlines()[0]}") from None
+    if audio is not None:
+        check_audio(trained, audio, where)
+    return net.to(map_location).eval()
 
 
 def check_audio(trained: dict, audio: AudioConfig, where: str | Path) -> None:

@@ -25,10 +25,10 @@ import torch
 
 from vc.audio import AUDIO_FORMATS, LogMel, read_audio
 from vc.checkpoint import load_checkpoint, private_rng
-from vc.companion import check_audio, find_companion, read_network_payload, save_network
+from vc.companion import find_companion, network_from_payload, read_network_payload, save_network
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
-from vc.errors import CheckpointError, DataError
+from vc.errors import DataError
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
@@ -335,17 +335,7 @@ def mel2linear_from_payload(
 
     With ``audio``, refuse one trained under other audio settings; ``where`` names it in errors.
     """
-    try:
-        net = Mel2Linear(**payload["hparams"])
-        net.load_state_dict(payload["model"])  # copies into float32 parameters, also from fp16
-        trained = payload["audio"]
-    except (RuntimeError, KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(
-            f"{where} is not a usable mel2linear network: {str(exc).splitlines()[0]}"
-        ) from None
-    if audio is not None:
-        check_audio(trained, audio, where)
-    return net.to(map_location).eval()
+    return network_from_payload(payload, Mel2Linear, "mel2linear network", where, audio, map_location)
 
 
 def load_mel2linear(

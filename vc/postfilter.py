@@ -28,10 +28,10 @@ import torch
 
 from vc.audio import FeatureStats, LogMel, read_audio
 from vc.checkpoint import load_checkpoint
-from vc.companion import check_audio, find_companion, read_network_payload, save_network
+from vc.companion import find_companion, network_from_payload, read_network_payload, save_network
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
-from vc.errors import CheckpointError, ConfigError, DataError
+from vc.errors import ConfigError, DataError
 from vc.mel2linear import predicted_mels
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.progress import progress as show_progress
@@ -214,17 +214,7 @@ def postfilter_from_payload(
     map_location: str | torch.device = "cpu",
 ) -> MelPostfilter:
     """The generator of a saved dict in eval mode, float32; with ``audio``, refuse other audio settings."""
-    try:
-        hparams = dict(payload["hparams"])
-        hparams["dilations"] = tuple(hparams["dilations"])
-        net = MelPostfilter(**hparams)
-        net.load_state_dict(payload["model"])  # copies into float32 parameters, also from fp16
-        trained = payload["audio"]
-    except (RuntimeError, KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"{where} is not a usable post-filter: {str(exc).splitlines()[0]}") from None
-    if audio is not None:
-        check_audio(trained, audio, where)
-    return net.to(map_location).eval()
+    return network_from_payload(payload, MelPostfilter, "post-filter", where, audio, map_location)
 
 
 def find_postfilter(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:

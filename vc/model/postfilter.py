@@ -19,6 +19,8 @@ each item's length, so an item in a padded batch gives what it gives alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -41,7 +43,7 @@ class MelPostfilter(nn.Module):
     """
 
     def __init__(
-        self, n_mels: int, channels: int = 256, dilations: tuple[int, ...] = (1, 2, 4, 1), kernel: int = 5
+        self, n_mels: int, channels: int = 256, dilations: Sequence[int] = (1, 2, 4, 1), kernel: int = 5
     ):
         super().__init__()
         if kernel % 2 == 0:
