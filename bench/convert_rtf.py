@@ -33,7 +33,7 @@ def run_pipeline(converter, waves: list[np.ndarray], watch: Stopwatch) -> dict:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(converter.seed)
             with watch("encoder"):
-                memory, keys, pad_mask, _ = model.encode(src, mel_lens)
+                memory, keys, pad_mask, enc_lens = model.encode(src, mel_lens)
             with watch("decoder"):
                 inf = config.inference
                 min_frames = (mel_lens.float() * inf.min_ratio).long()
@@ -48,7 +48,8 @@ def run_pipeline(converter, waves: list[np.ndarray], watch: Stopwatch) -> dict:
                 after = after * ~mask.unsqueeze(-1)
                 converted = converter.tgt_stats.denormalize(after)
                 if converter.postfilter is not None:  # the GAN post-filter, when the model has one
-                    converted = converter.postfilter(converted, out.lens)
+                    source = converter.aligned_source(src, mel_lens, out.alignments, enc_lens, out.lens)
+                    converted = converter.postfilter(converted, out.lens, source)
         with watch("vocoder"):
             generator = torch.Generator().manual_seed(converter.seed)
             audio, audio_lens = converter.vocoder(converted, out.lens, generator=generator)

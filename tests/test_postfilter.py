@@ -68,6 +68,44 @@ def test_an_item_in_a_padded_batch_gives_what_it_gives_alone():
     torch.testing.assert_close(together, net(short)[0])
 
 
+def reading_source(seed: int = 0) -> MelPostfilter:
+    """A tiny trained-like post-filter that also reads the source at the output's timing."""
+    torch.manual_seed(seed)
+    net = MelPostfilter(N_MELS, channels=8, dilations=(1, 2), kernel=3, source_dim=N_MELS)
+    torch.nn.init.normal_(net.out.weight, std=0.3)
+    return net.eval()
+
+
+def test_a_source_reading_post_filter_uses_the_source_and_refuses_without_it():
+    net = reading_source()
+    logmel, source = torch.randn(2, 13, N_MELS), torch.randn(2, 13, N_MELS)
+    out = net(logmel, torch.tensor([13, 7]), source)
+    assert out.shape == logmel.shape and not torch.allclose(out, net(logmel, None, source.flip(1)))
+    torch.testing.assert_close(out[1, 7:], logmel[1, 7:])
+    alone = net(logmel[1:, :7], None, source[1:, :7])[0]
+    padded_source = torch.cat([source[1:, :7], 50 * torch.randn(1, 6, N_MELS)], 1)
+    padded_mel = torch.cat([logmel[1:, :7], 50 * torch.randn(1, 6, N_MELS)], 1)
+    torch.testing.assert_close(net(padded_mel, torch.tensor([7]), padded_source)[0, :7], alone)
+    with pytest.raises(ValueError, match="needs source frames"):
+        net(logmel)
+    with pytest.raises(ValueError, match="needs source frames"):
+        net(logmel, None, source[:, :5])
+    fresh = MelPostfilter(N_MELS, channels=8, dilations=(1,), kernel=3, source_dim=N_MELS)
+    torch.testing.assert_close(fresh(logmel, None, source), logmel)  # the identity at first, too
+
+
+def test_a_post_filter_file_from_before_source_reading_still_loads(tmp_path):
+    audio = dataclasses.replace(AudioConfig(), n_mels=N_MELS)
+    net, path = trained_like(), tmp_path / "old.pt"
+    save_postfilter(path, net, audio)
+    payload = read_postfilter_payload(path)
+    del payload["hparams"]["source_dim"]  # what files written before it hold
+    loaded = postfilter_from_payload(payload, path)
+    assert loaded.source_dim == 0
+    logmel = torch.randn(1, 9, N_MELS)
+    torch.testing.assert_close(loaded(logmel), net(logmel))
+
+
 def test_every_parameter_gets_a_gradient():
     net, critic = trained_like().train(), MelDiscriminator(N_MELS, channels=8)
     out = net(torch.randn(2, 16, N_MELS), torch.tensor([16, 9]))
@@ -122,6 +160,11 @@ def test_converter_applies_the_companion_and_export_embeds_it(model_checkpoint, 
     (path.parent / COMPANION_NAME).unlink()
     assert isinstance(Converter.from_checkpoint(exported).postfilter, MelPostfilter)
     assert export_model(path, tmp_path / "bare.pt")["postfilter"] is None
+    save_postfilter(path.parent / COMPANION_NAME, reading_source(), config.audio)
+    reading = Converter.from_checkpoint(path)
+    assert reading.postfilter.source_dim == N_MELS
+    out_reading = reading.convert(wave, 16000)[0]
+    assert np.isfinite(out_reading).all() and not np.allclose(out_plain, out_reading)
 
 
 def test_convert_cli_bad_postfilter_file_is_one_line(model_checkpoint, tmp_path, capsys):  # noqa: F811
@@ -149,6 +192,10 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     )
     info = train_postfilter([pairs], path, out, options, progress=False)  # two adversarial steps
     assert info["steps"] == 3 and info["detail"] != info["detail_before"]
+    assert read_postfilter_payload(out)["hparams"]["source_dim"] == N_MELS  # reads the source by default
+    assert main([*argv, "--max-steps", "2", "--valid-files", "1", "--no-source"]) == 0
+    assert read_postfilter_payload(out)["hparams"]["source_dim"] == 0
+    capsys.readouterr()
     unbounded = ["postfilter-train", str(pairs), "--checkpoint", str(path), "--out", str(tmp_path / "x.pt")]
     assert main([*unbounded, "--max-minutes", "0", "--no-progress"]) == 1
     assert "needs a time limit" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()

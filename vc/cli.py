@@ -427,6 +427,13 @@ def _add_postfilter_train(commands) -> None:
     sub.add_argument("--max-steps", dest="max_steps", type=_positive_int, help="step limit")
     sub.add_argument("--valid-files", dest="valid_files", type=int, help="pairs held out (default 10)")
     sub.add_argument("--seed", type=int, help="random seed (default 0)")
+    sub.add_argument(
+        "--no-source",
+        dest="source",
+        action="store_false",
+        default=None,
+        help="read the converted mels alone, not also the source at their timing",
+    )
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=cmd_postfilter_train)
 

@@ -22,6 +22,7 @@ from vc.errors import AudioError, CheckpointError, ConfigError, VcError
 from vc.fileio import atomic_open
 from vc.mel2linear import load_vocoder_net
 from vc.model import Seq2SeqVC, build_model, decoder_steps
+from vc.model.aligned_source import aligned_source
 from vc.postfilter import load_postfilter
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
@@ -166,6 +167,21 @@ class Converter:
         speaker_mean = torch.as_tensor(self.src_stats.mean, device=mels.device, dtype=mels.dtype)
         return self.src_stats.normalize(mels - utterance_mean + speaker_mean) * valid
 
+    def aligned_source(self, src, src_lens, alignments, enc_lens, out_lens) -> torch.Tensor | None:
+        """The encoder's input frames at the output's timing, for a post-filter that reads them; else None."""
+        if self.postfilter is None or not self.postfilter.source_dim:
+            return None
+        model = self.config.model
+        return aligned_source(
+            src,
+            src_lens,
+            alignments,
+            enc_lens,
+            out_lens,
+            model.reduction_factor,
+            model.encoder_reduction_factor,
+        )
+
     @torch.no_grad()
     def convert_batch(self, waves: list[np.ndarray]) -> list[Conversion]:
         """Prepared waves (at the model's rate, trimmed) -> conversions, one batch on the device."""
@@ -179,7 +195,11 @@ class Converter:
             out = self.model.inference(src, mel_lens, self.config.inference)
         converted = self.tgt_stats.denormalize(out.after)
         if self.postfilter is not None:
-            converted = self.postfilter(converted, out.lens)
+            converted = self.postfilter(
+                converted,
+                out.lens,
+                self.aligned_source(src, mel_lens, out.alignments, out.enc_lens, out.lens),
+            )
         generator = torch.Generator(device=self.device).manual_seed(self.seed)
         audio, audio_lens = self.vocoder(converted, out.lens, generator=generator)
         steps = decoder_steps(out.lens, self.config.model.reduction_factor)

@@ -29,6 +29,7 @@ from vc.companion import find_companion, network_from_payload, read_network_payl
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
 from vc.errors import DataError
+from vc.model.aligned_source import aligned_source
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.vocoder import GriffinLimVocoder
@@ -272,15 +273,27 @@ def _optimise(
     return step, best_db
 
 
-@torch.no_grad()
 def predicted_mels(
     checkpoint, paths, files: list[Path], target_mels, audio: AudioConfig, progress: bool = True
 ):
     """The conversion model's teacher-forced log-mels (target scale) of the pairs whose targets are ``files``.
 
     Frame k of each is the model's estimate of target frame k, so it pairs with
-    the target's magnitude. Runs in length-sorted batches of 16.
-    Shapes: target_mels and the result, lists of (T, n_mels) in the order of ``files``.
+    the target's magnitude. Shapes: target_mels and the result, lists of (T, n_mels).
+    """
+    outputs = teacher_forced(checkpoint, paths, files, target_mels, audio, progress)
+    return [mel for mel, _ in outputs]
+
+
+@torch.no_grad()
+def teacher_forced(
+    checkpoint, paths, files: list[Path], target_mels, audio: AudioConfig, progress: bool = True
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per pair whose target is in ``files``: the model's teacher-forced log-mel (target scale) and
+    its normalised input frames at that output's timing (vc.model.aligned_source).
+
+    Runs in length-sorted batches of 16, in the order of ``files``.
+    Shapes: target_mels, lists of (T, n_mels); returns [((T, n_mels), (T, n_mels))].
     """
     from vc.inference import Converter  # vc.inference imports this module
 
@@ -292,9 +305,10 @@ def predicted_mels(
     converter = Converter.from_checkpoint(checkpoint, device="cpu", vocoder_net=False, postfilter=False)
     if converter.config.audio != audio:
         raise DataError(f"{checkpoint} uses other audio settings than --config; pass its config.yaml")
+    model_config = converter.config.model
     pad = torch.nn.utils.rnn.pad_sequence
     order = sorted(range(len(files)), key=lambda k: len(target_mels[k]))
-    mels: list[torch.Tensor | None] = [None] * len(files)
+    outputs: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(files)
     with show_progress(total=len(files), desc="predicted mels", unit="file", disable=not progress) as bar:
         for start in range(0, len(order), 16):
             chunk = order[start : start + 16]
@@ -302,17 +316,21 @@ def predicted_mels(
             src, src_lens = converter.features(
                 pad(waves, batch_first=True), torch.tensor([len(w) for w in waves])
             )
+            src = converter.src_stats.normalize(src)
             tgt = pad([target_mels[k] for k in chunk], batch_first=True)
             tgt_lens = torch.tensor([len(target_mels[k]) for k in chunk])
             with private_rng(0, converter.device):
-                out = converter.model(
-                    converter.src_stats.normalize(src), src_lens, converter.tgt_stats.normalize(tgt), tgt_lens
-                )
+                out = converter.model(src, src_lens, converter.tgt_stats.normalize(tgt), tgt_lens)
             after = converter.tgt_stats.denormalize(out.after).float()
+            source = aligned_source(
+                src, src_lens, out.alignments, out.enc_lens, tgt_lens,
+                model_config.reduction_factor, model_config.encoder_reduction_factor,
+            )  # fmt: skip
             for row, k in enumerate(chunk):
-                mels[k] = after[row, : int(tgt_lens[row])].clone()
+                length = int(tgt_lens[row])
+                outputs[k] = (after[row, :length].clone(), source[row, :length].float().clone())
             bar.update(len(chunk))
-    return mels
+    return outputs
 
 
 def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info: dict | None = None) -> None:

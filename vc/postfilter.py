@@ -2,7 +2,10 @@
 
 Training pairs come from the model itself: its teacher-forced log-mels of the
 training pairs (frame k estimates target frame k) against the target's natural
-log-mels. The generator learns L1 toward the natural frames plus a
+log-mels. Beside its log-mels the generator reads the model's input frames
+re-timed by the model's attention (vc.model.aligned_source), as it will at
+conversion: the source's transitions are sharp where the converted ones are
+blurred. The generator learns L1 toward the natural frames plus a
 least-squares GAN loss and feature matching from a discriminator that tells
 natural from post-filtered patches; the first ``warmup_steps`` are L1 alone.
 
@@ -32,7 +35,7 @@ from vc.companion import find_companion, network_from_payload, read_network_payl
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
 from vc.errors import ConfigError, DataError
-from vc.mel2linear import predicted_mels
+from vc.mel2linear import teacher_forced
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.progress import progress as show_progress
 
@@ -55,6 +58,7 @@ class TrainOptions:
     adversarial_weight: float = 1.0
     feature_matching_weight: float = 2.0
     channels: int = 256
+    source: bool = True  # read the source at the output's timing too (False: the converted mels alone)
     valid_files: int = 10
     seed: int = 0
 
@@ -64,10 +68,11 @@ def temporal_detail(logmel: torch.Tensor) -> float:
     return float((logmel[1:] - logmel[:-1]).abs().mean())
 
 
-def training_pairs(
+def training_examples(
     checkpoint: str | Path, pair_lists: list[str | Path], audio: AudioConfig, progress: bool = True
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(the model's teacher-forced log-mel, the target's natural log-mel), each (T, n_mels), per pair."""
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Per pair: (the model's teacher-forced log-mel, its input at that output's timing, the
+    target's natural log-mel), each (T, n_mels)."""
     pairs = [pair for path in pair_lists for pair in read_pair_list(path)]
     if len(pairs) < 2:
         raise DataError(f"need at least 2 pairs to train and validate, found {len(pairs)}")
@@ -76,8 +81,8 @@ def training_pairs(
     for pair in show_progress(pairs, desc="features", unit="file", disable=not progress):
         natural.append(extractor(torch.from_numpy(read_audio(pair.target, audio))[None])[0][0])
     files = [pair.target for pair in pairs]
-    predicted = predicted_mels(checkpoint, pair_lists, files, natural, audio, progress)
-    return list(zip(predicted, natural, strict=True))
+    predicted = teacher_forced(checkpoint, pair_lists, files, natural, audio, progress)
+    return [(mel, source, target) for (mel, source), target in zip(predicted, natural, strict=True)]
 
 
 def train_postfilter(
@@ -98,10 +103,14 @@ def train_postfilter(
     stats = FeatureStats.from_dict(payload["stats"]["target"])
     torch.manual_seed(options.seed)
     rng = random.Random(options.seed)
-    items = training_pairs(checkpoint, pair_lists, audio, progress)
+    items = training_examples(checkpoint, pair_lists, audio, progress)
     valid_count = min(options.valid_files, len(items) // 2)
     train_items, valid_items = items[: len(items) - valid_count], items[len(items) - valid_count :]
-    generator = MelPostfilter(audio.n_mels, channels=options.channels)
+    if not options.source:
+        items = [(mel, None, target) for mel, _, target in items]
+    generator = MelPostfilter(
+        audio.n_mels, channels=options.channels, source_dim=audio.n_mels if options.source else 0
+    )
     generator.in_mean.copy_(torch.as_tensor(stats.mean, dtype=torch.float32))
     generator.in_std.copy_(torch.as_tensor(stats.std, dtype=torch.float32))
     before = _validate(generator, valid_items)
@@ -130,8 +139,8 @@ def _validate(generator: MelPostfilter, items) -> tuple[float, float, float]:
     """Mean L1 to the natural frames, and the temporal detail of the output and of the natural frames."""
     generator.eval()
     l1, detail, natural_detail = [], [], []
-    for predicted, natural in items:
-        out = generator(predicted[None])[0]
+    for predicted, source, natural in items:
+        out = generator(predicted[None], source=None if source is None else source[None])[0]
         l1.append(float((out - natural).abs().mean()))
         detail.append(temporal_detail(out))
         natural_detail.append(temporal_detail(natural))
@@ -139,17 +148,20 @@ def _validate(generator: MelPostfilter, items) -> tuple[float, float, float]:
 
 
 def _crop_batch(items, batch_size: int, crop: int, rng: random.Random):
-    """Random aligned crops of ``crop`` frames (shorter items are padded by repeating their last frame)."""
-    inputs, targets = [], []
-    for predicted, natural in rng.choices(items, k=batch_size):
-        if len(natural) < crop:
-            pad = crop - len(natural)
-            predicted = torch.cat([predicted, predicted[-1:].expand(pad, -1)])
-            natural = torch.cat([natural, natural[-1:].expand(pad, -1)])
-        start = rng.randrange(len(natural) - crop + 1)
-        inputs.append(predicted[start : start + crop])
-        targets.append(natural[start : start + crop])
-    return torch.stack(inputs), torch.stack(targets)
+    """Random aligned crops of ``crop`` frames of each (predicted, source, natural) example, stacked
+    (shorter examples are padded by repeating their last frame; a source of None stays None)."""
+    crops: list[list[torch.Tensor]] = [[], [], []]
+    for example in rng.choices(items, k=batch_size):
+        frames = len(example[2])
+        start = rng.randrange(max(frames - crop, 0) + 1)
+        for column, tensor in zip(crops, example, strict=True):
+            if tensor is None:
+                continue
+            if frames < crop:
+                tensor = torch.cat([tensor, tensor[-1:].expand(crop - frames, -1)])
+            column.append(tensor[start : start + crop])
+    predicted, source, natural = (torch.stack(column) if column else None for column in crops)
+    return predicted, source, natural
 
 
 def _optimise(generator, items, options: TrainOptions, budget: float, rng, progress: bool) -> int:
@@ -163,8 +175,8 @@ def _optimise(generator, items, options: TrainOptions, budget: float, rng, progr
     total = options.max_steps or None
     with show_progress(total=total, desc="postfilter", unit="step", disable=not progress) as bar:
         while time.monotonic() - started < budget and (options.max_steps <= 0 or step < options.max_steps):
-            predicted, natural = _crop_batch(items, options.batch_size, options.crop_frames, rng)
-            fake = generator(predicted)
+            predicted, source, natural = _crop_batch(items, options.batch_size, options.crop_frames, rng)
+            fake = generator(predicted, source=source)
             l1 = (normalise(fake) - normalise(natural)).abs().mean()
             loss = options.l1_weight * l1
             if step >= options.warmup_steps:

@@ -37,21 +37,34 @@ class MelPostfilter(nn.Module):
     ``in_mean`` and ``in_std`` (the target speaker's statistics, set by the
     trainer) normalise inside, so the network travels without the model's stats.
 
+    With ``source_dim`` > 0 it also reads the model's own (normalised) input
+    frames at the output's timing (vc.model.aligned_source): the source's sharp
+    transitions, which the converted frames have lost.
+
     Shapes:
         logmel: (B, T, n_mels); lens: (B,) or None for all frames
+        source: (B, T, source_dim), needed when source_dim > 0
         returns: (B, T, n_mels), the input itself on padding frames
     """
 
     def __init__(
-        self, n_mels: int, channels: int = 256, dilations: Sequence[int] = (1, 2, 4, 1), kernel: int = 5
+        self,
+        n_mels: int,
+        channels: int = 256,
+        dilations: Sequence[int] = (1, 2, 4, 1),
+        kernel: int = 5,
+        source_dim: int = 0,
     ):
         super().__init__()
         if kernel % 2 == 0:
             raise ValueError(f"kernel must be odd (to keep lengths), got {kernel}")
-        self.hparams = dict(n_mels=n_mels, channels=channels, dilations=list(dilations), kernel=kernel)
+        self.hparams = dict(
+            n_mels=n_mels, channels=channels, dilations=list(dilations), kernel=kernel, source_dim=source_dim
+        )
+        self.source_dim = source_dim
         self.register_buffer("in_mean", torch.zeros(n_mels))
         self.register_buffer("in_std", torch.ones(n_mels))
-        self.inp = nn.Conv1d(n_mels, channels, kernel, padding=kernel // 2)
+        self.inp = nn.Conv1d(n_mels + source_dim, channels, kernel, padding=kernel // 2)
         self.blocks = nn.ModuleList(
             nn.ModuleList(
                 [
@@ -67,12 +80,22 @@ class MelPostfilter(nn.Module):
         nn.init.zeros_(self.out.weight)  # start as the identity
         nn.init.zeros_(self.out.bias)
 
-    def forward(self, logmel: torch.Tensor, lens: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, logmel: torch.Tensor, lens: torch.Tensor | None = None, source: torch.Tensor | None = None
+    ) -> torch.Tensor:
         batch, frames, _ = logmel.shape
         if lens is None:
             lens = torch.full((batch,), frames, dtype=torch.long, device=logmel.device)
         keep = (~make_pad_mask(lens, frames)).unsqueeze(1).to(logmel.dtype)  # (B, 1, T)
-        x = ((logmel - self.in_mean) / self.in_std).transpose(1, 2) * keep  # (B, n_mels, T)
+        x = (logmel - self.in_mean) / self.in_std
+        if self.source_dim:
+            if source is None or source.shape != (batch, frames, self.source_dim):
+                got = None if source is None else tuple(source.shape)
+                raise ValueError(
+                    f"this post-filter needs source frames {(batch, frames, self.source_dim)}, got {got}"
+                )
+            x = torch.cat([x, source.to(x.dtype)], dim=2)
+        x = x.transpose(1, 2) * keep  # (B, n_mels + source_dim, T)
         h = self.inp(x) * keep
         for dilated, pointwise in self.blocks:
             h = h + pointwise(F.leaky_relu(dilated(F.leaky_relu(h, SLOPE)), SLOPE)) * keep
