@@ -90,6 +90,8 @@ def test_a_source_reading_post_filter_uses_the_source_and_refuses_without_it():
         net(logmel)
     with pytest.raises(ValueError, match="needs source frames"):
         net(logmel, None, source[:, :5])
+    with pytest.raises(ValueError, match="reads no source"):
+        trained_like()(logmel, None, source)
     fresh = MelPostfilter(N_MELS, channels=8, dilations=(1,), kernel=3, source_dim=N_MELS)
     torch.testing.assert_close(fresh(logmel, None, source), logmel)  # the identity at first, too
 

@@ -104,10 +104,10 @@ def train_postfilter(
     torch.manual_seed(options.seed)
     rng = random.Random(options.seed)
     items = training_examples(checkpoint, pair_lists, audio, progress)
-    valid_count = min(options.valid_files, len(items) // 2)
-    train_items, valid_items = items[: len(items) - valid_count], items[len(items) - valid_count :]
     if not options.source:
         items = [(mel, None, target) for mel, _, target in items]
+    valid_count = min(options.valid_files, len(items) // 2)
+    train_items, valid_items = items[: len(items) - valid_count], items[len(items) - valid_count :]
     generator = MelPostfilter(
         audio.n_mels, channels=options.channels, source_dim=audio.n_mels if options.source else 0
     )

@@ -40,7 +40,7 @@ def aligned_source(
         out_lens: (B,) output frames, T_dec >= ceil(out_lens / reduction_factor)
         returns: (B, T_out, D), T_out = max(out_lens)
     """
-    batch, dec_steps, enc_steps = alignments.shape
+    _, dec_steps, enc_steps = alignments.shape
     frames = int(out_lens.max())
     device = alignments.device
     positions = torch.arange(enc_steps, device=device, dtype=alignments.dtype)

@@ -95,6 +95,8 @@ class MelPostfilter(nn.Module):
                     f"this post-filter needs source frames {(batch, frames, self.source_dim)}, got {got}"
                 )
             x = torch.cat([x, source.to(x.dtype)], dim=2)
+        elif source is not None:
+            raise ValueError("this post-filter reads no source frames; pass source=None")
         x = x.transpose(1, 2) * keep  # (B, n_mels + source_dim, T)
         h = self.inp(x) * keep
         for dilated, pointwise in self.blocks:
