@@ -43,9 +43,9 @@ def aligned_source(
     _, dec_steps, enc_steps = alignments.shape
     frames = int(out_lens.max())
     device = alignments.device
-    positions = torch.arange(enc_steps, device=device, dtype=alignments.dtype)
+    positions = torch.arange(enc_steps, device=device, dtype=torch.float32)
     valid_enc = positions[None, :] < enc_lens[:, None].to(device)  # padding weights are 0; make sure
-    centroid = (alignments * valid_enc[:, None, :]).float() @ positions.float()  # (B, T_dec)
+    centroid = (alignments.float() * valid_enc[:, None, :]) @ positions  # (B, T_dec)
     r, f = reduction_factor, encoder_reduction_factor
     steps = torch.div(out_lens.to(device) + r - 1, r, rounding_mode="floor").clamp(max=dec_steps)  # (B,)
     step = (torch.arange(frames, device=device, dtype=torch.float32) - (r - 1) / 2) / r  # (T_out,)
