@@ -351,3 +351,7 @@ def train(config: Config, out_dir: str | Path, resume: bool = False, progress: b
         return trainer.fit()
     finally:
         trainer.close()
+        if dist.is_initialized():
+            # torch asks each process to free its group before it exits; left to interpreter
+            # exit, gloo's and nccl's threads are torn down in no fixed order.
+            dist.destroy_process_group()
