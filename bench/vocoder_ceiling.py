@@ -8,7 +8,9 @@ in several ways and scored against itself with stage 6's MCD (WORLD + SPTK, vc.m
 - true magnitude + Griffin-Lim (32 iterations): what phase retrieval alone costs;
 - network magnitude + the TRUE phase: what the network's magnitude alone costs;
 - network magnitude + Griffin-Lim at 32 / 100 / 300 iterations: the ceiling `vc score` reports
-  (32), and whether more iterations close the gap.
+  (32), and whether more iterations close the gap;
+- true or network magnitude + phase-gradient heap integration (bench/pghi.py), alone and as
+  Griffin-Lim's start: whether a phase derived from the magnitude beats a random start.
 
 Prints one line per way with the mean MCD; nothing is written.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from benchlib import DEFAULT_DB_ROOT
+from pghi import pghi_phase
 
 from vc.audio import LogMel, read_audio
 from vc.config import AudioConfig
@@ -63,6 +66,22 @@ def main() -> None:
         for iterations in (32, 100, 300):
             ways[f"network magnitude + Griffin-Lim {iterations}"] = griffin_lim(
                 predicted[None], n_iter=iterations, **stft
+            )[0]
+        derived = {
+            name: torch.from_numpy(
+                pghi_phase(magnitude.numpy(), audio.hop_length, audio.n_fft, audio.win_length)
+            )
+            for name, magnitude in (("true", spectrum.abs()), ("network", predicted))
+        }
+        ways["true magnitude + PGHI"] = torch.istft(
+            torch.polar(spectrum.abs(), derived["true"].float()), **stft
+        )
+        ways["network magnitude + PGHI"] = torch.istft(
+            torch.polar(predicted, derived["network"].float()), **stft
+        )
+        for iterations in (8, 32):
+            ways[f"network magnitude + PGHI + Griffin-Lim {iterations}"] = griffin_lim(
+                predicted[None], n_iter=iterations, init=derived["network"].float(), **stft
             )[0]
         for name, rebuilt in ways.items():
             scores = score_analyses(analyse(rebuilt.numpy().astype(np.float64), audio.sample_rate), reference)
