@@ -197,6 +197,9 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     assert read_postfilter_payload(out)["hparams"]["source_dim"] == N_MELS  # reads the source by default
     assert main([*argv, "--max-steps", "2", "--valid-files", "1", "--no-source"]) == 0
     assert read_postfilter_payload(out)["hparams"]["source_dim"] == 0
+    assert read_postfilter_payload(out)["info"]["adversarial"] is True
+    assert main([*argv, "--max-steps", "2", "--valid-files", "1", "--no-adversarial"]) == 0
+    assert read_postfilter_payload(out)["info"]["adversarial"] is False
     capsys.readouterr()
     unbounded = ["postfilter-train", str(pairs), "--checkpoint", str(path), "--out", str(tmp_path / "x.pt")]
     assert main([*unbounded, "--max-minutes", "0", "--no-progress"]) == 1
@@ -204,3 +207,19 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     missing = ["postfilter-train", str(tmp_path / "none.tsv"), "--checkpoint", str(path), "--out", str(out)]
     assert main([*missing, "--no-progress"]) == 1
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_an_l1_only_post_filter_never_builds_a_discriminator(model_checkpoint, tmp_path, monkeypatch):  # noqa: F811
+    """adversarial=False (`--no-adversarial`): L1 to the natural frames at every step, past the warmup too."""
+    import vc.postfilter
+
+    path, _ = model_checkpoint
+    pairs = write_pair_list(tmp_path, 3)
+    monkeypatch.setattr(
+        vc.postfilter, "MelDiscriminator", lambda *a, **k: pytest.fail("a discriminator was built")
+    )
+    options = TrainOptions(
+        max_steps=3, warmup_steps=1, batch_size=2, crop_frames=8, valid_files=1, channels=8, adversarial=False
+    )
+    info = train_postfilter([pairs], path, tmp_path / "l1.pt", options, progress=False)
+    assert info["steps"] == 3 and info["adversarial"] is False and info["valid_l1"] != info["valid_l1_before"]

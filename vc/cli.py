@@ -434,6 +434,13 @@ def _add_postfilter_train(commands) -> None:
         default=None,
         help="read the converted mels alone, not also the source at their timing",
     )
+    sub.add_argument(
+        "--no-adversarial",
+        dest="adversarial",
+        action="store_false",
+        default=None,
+        help="L1 to the natural frames alone, no GAN: lower MCD, about 2 WER points more",
+    )
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=cmd_postfilter_train)
 
