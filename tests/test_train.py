@@ -316,3 +316,15 @@ def test_attention_entropy_joins_the_training_loss_from_its_step_only(tmp_path):
         expected = 0.5 * series["attention_entropy"][step] if step > 3 else 0.0  # logged after the step
         assert rest == pytest.approx(expected, abs=1e-4), step
     assert sorted(series["total"]) == [1, 2, 3, 4, 5, 6]
+
+
+def test_train_frees_only_a_process_group_it_created(tmp_path):
+    """A caller's own group (a notebook, a launcher) outlives train(); train() frees only its own."""
+    store = torch.distributed.FileStore(str(tmp_path / "store"), 1)
+    torch.distributed.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        train(tiny_training_config(tmp_path), tmp_path / "exp", progress=False)
+        assert torch.distributed.is_initialized()
+    finally:
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()

@@ -346,12 +346,13 @@ def resumed_best_score(payload: dict, select_by: str) -> float:
 
 
 def train(config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True) -> Path | None:
+    caller_group = dist.is_initialized()  # a caller's group is the caller's to free
     trainer = Trainer(config, out_dir, resume=resume, progress=progress)
     try:
         return trainer.fit()
     finally:
         trainer.close()
-        if dist.is_initialized():
+        if dist.is_initialized() and not caller_group:
             # torch asks each process to free its group before it exits; left to interpreter
             # exit, gloo's and nccl's threads are torn down in no fixed order.
             dist.destroy_process_group()
