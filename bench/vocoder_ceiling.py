@@ -67,21 +67,18 @@ def main() -> None:
             ways[f"network magnitude + Griffin-Lim {iterations}"] = griffin_lim(
                 predicted[None], n_iter=iterations, **stft
             )[0]
+        magnitudes = {"true": spectrum.abs(), "network": predicted}
         derived = {
             name: torch.from_numpy(
                 pghi_phase(magnitude.numpy(), audio.hop_length, audio.n_fft, audio.win_length)
-            )
-            for name, magnitude in (("true", spectrum.abs()), ("network", predicted))
+            ).float()
+            for name, magnitude in magnitudes.items()
         }
-        ways["true magnitude + PGHI"] = torch.istft(
-            torch.polar(spectrum.abs(), derived["true"].float()), **stft
-        )
-        ways["network magnitude + PGHI"] = torch.istft(
-            torch.polar(predicted, derived["network"].float()), **stft
-        )
+        for name, magnitude in magnitudes.items():
+            ways[f"{name} magnitude + PGHI"] = torch.istft(torch.polar(magnitude, derived[name]), **stft)
         for iterations in (8, 32):
             ways[f"network magnitude + PGHI + Griffin-Lim {iterations}"] = griffin_lim(
-                predicted[None], n_iter=iterations, init=derived["network"].float(), **stft
+                predicted[None], n_iter=iterations, init=derived["network"], **stft
             )[0]
         for name, rebuilt in ways.items():
             scores = score_analyses(analyse(rebuilt.numpy().astype(np.float64), audio.sample_rate), reference)
