@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from vc import __version__
+from vc.checkpoint import load_checkpoint
 from vc.config import AudioConfig
 from vc.errors import CheckpointError
 from vc.fileio import atomic_open
@@ -105,3 +106,37 @@ def find_companion(
         return None
     companion = Path(checkpoint).parent / name
     return companion if companion.is_file() else None
+
+
+def load_companion(
+    build: Callable[..., nn.Module],
+    marker: str,
+    what: str,
+    name: str,
+    embedded_key: str,
+    audio: AudioConfig,
+    checkpoint: str | Path | None,
+    explicit: str | Path | bool | None = None,
+    device: str | torch.device = "cpu",
+    payload: dict | None = None,
+) -> tuple[nn.Module | None, str]:
+    """The network of kind ``what`` that serves ``checkpoint``, and where it came from.
+
+    ``explicit``: a network file; False: none; None: the one embedded in the
+    model file under ``embedded_key`` (exported or bundled models), else the
+    file ``name`` beside the checkpoint. ``payload``: the checkpoint's dict when
+    already loaded, so it is not read twice. Returns (None, why) when there is none.
+    """
+    if explicit is None and checkpoint is not None:
+        if payload is None:
+            payload = load_checkpoint(checkpoint, map_location=device)
+        if embedded_key in payload:
+            net = network_from_payload(payload[embedded_key], build, what, checkpoint, audio, device)
+            return net, f"inside {checkpoint}"
+    path = find_companion(checkpoint, name, explicit)
+    if path is None:
+        return None, "as asked" if explicit is False else f"no {name} beside the checkpoint"
+    net = network_from_payload(
+        read_network_payload(path, marker, what, device), build, what, path, audio, device
+    )
+    return net, f"in {path}"

@@ -24,8 +24,14 @@ from typing import Any
 import torch
 
 from vc.audio import AUDIO_FORMATS, LogMel, read_audio
-from vc.checkpoint import load_checkpoint, private_rng
-from vc.companion import find_companion, network_from_payload, read_network_payload, save_network
+from vc.checkpoint import private_rng
+from vc.companion import (
+    find_companion,
+    load_companion,
+    network_from_payload,
+    read_network_payload,
+    save_network,
+)
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
 from vc.errors import DataError
@@ -384,24 +390,18 @@ def load_vocoder_net(
 
     ``vocoder_net``: a network file; False: none; None: the one inside an exported
     or bundled model file, else the companion beside the checkpoint (see
-    find_mel2linear). ``payload``: the checkpoint when already loaded, so it is
-    not read twice.
+    vc.companion.load_companion). ``payload``: the checkpoint when already loaded,
+    so it is not read twice.
     """
-    if vocoder_net is None and checkpoint is not None:
-        if payload is None:
-            payload = load_checkpoint(checkpoint, map_location=device)
-        if EMBEDDED_VOCODER_KEY in payload:
-            net = mel2linear_from_payload(payload[EMBEDDED_VOCODER_KEY], checkpoint, audio, device)
-            log.debug("vocoder: mel -> linear by the network inside %s", checkpoint)
-            return net
-    path = find_mel2linear(checkpoint, vocoder_net)
-    if path is None:
-        reason = "as asked" if vocoder_net is False else f"no {COMPANION_NAME} beside the checkpoint"
-        # debug, not info: vc convert's stderr on bad input must stay one error line (vc -v shows it)
-        log.debug("vocoder: mel -> linear by filterbank pseudo-inverse (%s)", reason)
-        return None
-    net = load_mel2linear(path, audio, map_location=device)
-    log.debug("vocoder: mel -> linear by the network in %s", path)
+    net, where = load_companion(
+        Mel2Linear, FORMAT, "mel2linear network", COMPANION_NAME, EMBEDDED_VOCODER_KEY,
+        audio, checkpoint, vocoder_net, device, payload,
+    )  # fmt: skip
+    # debug, not info: vc convert's stderr on bad input must stay one error line (vc -v shows it)
+    if net is None:
+        log.debug("vocoder: mel -> linear by filterbank pseudo-inverse (%s)", where)
+    else:
+        log.debug("vocoder: mel -> linear by the network %s", where)
     return net
 
 

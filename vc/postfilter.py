@@ -34,7 +34,13 @@ import torch
 
 from vc.audio import FeatureStats, LogMel, read_audio
 from vc.checkpoint import load_checkpoint
-from vc.companion import find_companion, network_from_payload, read_network_payload, save_network
+from vc.companion import (
+    find_companion,
+    load_companion,
+    network_from_payload,
+    read_network_payload,
+    save_network,
+)
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
 from vc.errors import ConfigError, DataError
@@ -249,14 +255,11 @@ def load_postfilter(
     """The post-filter `vc convert` applies with ``checkpoint``, or None.
 
     ``postfilter``: a file; False: none; None: the one inside an exported model
-    file, else the companion beside the checkpoint.
+    file, else the companion beside the checkpoint (vc.companion.load_companion).
     """
-    if postfilter is None and checkpoint is not None:
-        if payload is None:
-            payload = load_checkpoint(checkpoint, map_location=device)
-        if EMBEDDED_KEY in payload:
-            return postfilter_from_payload(payload[EMBEDDED_KEY], checkpoint, audio, device)
-    path = find_postfilter(checkpoint, postfilter)
-    if path is None:
-        return None
-    return postfilter_from_payload(read_postfilter_payload(path, device), path, audio, device)
+    net, where = load_companion(
+        MelPostfilter, FORMAT, "post-filter", COMPANION_NAME, EMBEDDED_KEY,
+        audio, checkpoint, postfilter, device, payload,
+    )  # fmt: skip
+    log.debug("post-filter: %s", "none" if net is None else f"the network {where}")
+    return net
