@@ -12,7 +12,7 @@ estimation of spectral parameter trajectory", IEEE TASLP 2007; Zhang et al.,
 * WORLD analysis (Morise et al., IEICE Trans. 2016) every 5 ms, float64: F0 by
   DIO + StoneMask (or Harvest), spectral envelope by CheapTrick;
 * envelope -> mel-cepstrum of order 24 with an all-pass constant of 0.42 at
-  16 kHz (``pysptk.sp2mc``, computed here as one matrix product, see ``_sp2mc``);
+  16 kHz (``pysptk.sp2mc``, computed here as one matrix product, see ``sp2mc``);
 * silent frames dropped (rule in ``_speech_frames``), then dynamic time
   warping (Sakoe and Chiba, IEEE TASSP 1978) on mel-cepstra without c0;
 * mel-cepstral distortion (Kubichek, IEEE PACRIM 1993) in dB averaged over the
@@ -122,7 +122,7 @@ def diagonal_ratio(alignments: torch.Tensor, dec_lens, enc_lens, tolerance: floa
 
 
 @functools.lru_cache(maxsize=1)
-def _analysis_libraries():
+def analysis_libraries():
     """Import pyworld and pysptk lazily, so the attention metrics never pay for them.
 
     pyworld 0.3.5 and pysptk 1.0.1 import ``pkg_resources`` only to read their
@@ -156,7 +156,7 @@ def mcep_alpha(sample_rate: int) -> float:
     """
     if sample_rate == 16000:
         return 0.42
-    _, pysptk = _analysis_libraries()
+    _, pysptk = analysis_libraries()
     return float(pysptk.util.mcepalpha(sample_rate))
 
 
@@ -169,13 +169,13 @@ def _sp2mc_matrix(bins: int, order: int, alpha: float) -> np.ndarray:
     linear, so pushing each unit log-spectrum through them once gives a matrix
     that does all frames in one product instead of one FFT and C call per frame.
     """
-    _, pysptk = _analysis_libraries()
+    _, pysptk = analysis_libraries()
     cepstra = np.fft.irfft(np.eye(bins), axis=1)  # (bins, fft_size)
     cepstra[:, 0] /= 2.0
     return np.stack([pysptk.freqt(cepstrum, order, alpha) for cepstrum in cepstra])
 
 
-def _sp2mc(envelope: np.ndarray, order: int, alpha: float) -> np.ndarray:
+def sp2mc(envelope: np.ndarray, order: int, alpha: float) -> np.ndarray:
     """(frames, fft_size // 2 + 1) power envelope -> (frames, order + 1) mel-cepstrum.
 
     Same result as ``pysptk.sp2mc(envelope, order, alpha)``, vectorised over frames.
@@ -215,7 +215,7 @@ def analyse(wave: np.ndarray, sample_rate: int, f0_method: str = "dio", name: st
     ``f0_method`` is "dio" (DIO + StoneMask, fast) or "harvest" (Morise,
     Interspeech 2017: fewer voicing errors, about 25x slower).
     """
-    pyworld, _ = _analysis_libraries()
+    pyworld, _ = analysis_libraries()
     config = AudioConfig(sample_rate=sample_rate, trim_top_db=0.0)
     x = prepare_wave(wave, sample_rate, config, name=name).astype(np.float64)
     if f0_method == "dio":
@@ -234,7 +234,7 @@ def analyse(wave: np.ndarray, sample_rate: int, f0_method: str = "dio", name: st
     speech = _speech_frames(envelope)
     kept = np.flatnonzero(speech)
     duration = (kept[-1] - kept[0] + 1) * FRAME_PERIOD_MS / 1000.0
-    mcep = _sp2mc(envelope[speech], MCEP_ORDER, mcep_alpha(sample_rate))
+    mcep = sp2mc(envelope[speech], MCEP_ORDER, mcep_alpha(sample_rate))
     return Analysis(mcep=mcep, f0=f0[speech], duration=float(duration))
 
 
