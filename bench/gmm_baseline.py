@@ -23,6 +23,7 @@ Writes one wav per eval pair, named by its utterance id, to --out-dir; three min
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 from pathlib import Path
 
@@ -155,6 +156,8 @@ def main() -> None:
     parser.add_argument("--mixtures", type=int, default=16)
     parser.add_argument("--sample-rate", type=int, default=16000)
     args = parser.parse_args()
+    # Progress goes through logging when stderr is not a terminal (vc.progress): show it.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     started = time.monotonic()
     audio = AudioConfig(sample_rate=args.sample_rate, trim_top_db=0.0)
