@@ -17,7 +17,7 @@ parameter trajectory", IEEE TASLP 2007, as the sprocket toolkit (Kobayashi and T
   maximises their likelihood (MLPG, one banded solve per dimension);
 - log F0 moved to the target's mean and variance; c0 and the aperiodicity are the source's.
 
-Writes one wav per eval pair, named by its utterance id, to --out-dir; three minutes on 2 CPU cores.
+Writes one wav per eval pair, named by its utterance id, to --out-dir.
 """
 
 from __future__ import annotations
