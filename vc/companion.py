@@ -4,7 +4,8 @@ The mel -> linear network (vc.mel2linear) and the GAN post-filter
 (vc.postfilter) are each saved beside the checkpoint they serve, or embedded in
 an exported model file, as one dict: a format marker, the vc version, the
 network's constructor arguments, its weights, the audio settings it was
-trained under and a free ``info`` dict.
+trained under and a free ``info`` dict. ``load_companion`` finds the one that
+serves a checkpoint, the same way for every kind.
 """
 
 from __future__ import annotations
