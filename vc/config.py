@@ -164,13 +164,6 @@ class TrainConfig:
     # had found the diagonal (measured: focus 1.0, diagonal 0.16 at step 300).
     attention_entropy_weight: float = 0.0
     attention_entropy_from: int = 500
-    # Frames a predicted frame may sit off its target before the spectral loss counts it: each
-    # frame is scored against the closest of the target frames within +-time_tolerance. An
-    # exact-frame loss is lowest for the average of the timings the model cannot tell apart,
-    # which blurs every transition over ~5 frames (docs/ablation.md, "Where the words go"); a
-    # tolerant one is lowest for a sharp transition anywhere in the window. Training only: the
-    # dev loss stays exact, so runs remain comparable.
-    time_tolerance: int = 0
     eval_every: int = 200
     log_every: int = 10
     keep_checkpoints: int = 3
@@ -261,8 +254,6 @@ def _validate(config: Config) -> None:
         raise ConfigError(
             f"train.attention_entropy_weight must not be negative, got {config.train.attention_entropy_weight}"
         )
-    if not config.train.time_tolerance >= 0:
-        raise ConfigError(f"train.time_tolerance must not be negative, got {config.train.time_tolerance}")
     if not config.inference.attention_sharpness > 0:
         raise ConfigError(
             f"inference.attention_sharpness must be positive, got {config.inference.attention_sharpness}"

@@ -1,4 +1,4 @@
-"""Training losses: masked spectral L1 + L2 (exact or time-tolerant), stop-token BCE, guided attention, attention entropy."""
+"""Training losses: masked spectral L1 + L2, stop-token BCE, guided attention, attention entropy."""
 
 from __future__ import annotations
 
@@ -25,33 +25,6 @@ def masked_spectral_loss(pred: torch.Tensor, tgt: torch.Tensor, lens: torch.Tens
     count = valid.sum() * tgt.shape[2]
     diff = (pred - tgt) * valid
     return (diff.abs().sum() + diff.square().sum()) / count
-
-
-def time_tolerant_spectral_loss(
-    pred: torch.Tensor, tgt: torch.Tensor, lens: torch.Tensor, tolerance: int
-) -> torch.Tensor:
-    """L1 + L2 of each true frame against the closest target frame within +-tolerance frames.
-
-    pred, tgt: (B, T, D); lens: (B,). With tolerance 0 it equals masked_spectral_loss. Only
-    target frames inside the item's length compete, so a frame near the end never matches padding.
-    """
-    frames = tgt.shape[1]
-    valid = ~make_pad_mask(lens, frames)  # (B, T)
-    padded_tgt = F.pad(tgt, (0, 0, tolerance, tolerance))
-    padded_valid = F.pad(valid, (tolerance, tolerance), value=False)
-    per_shift = []
-    for shift in range(2 * tolerance + 1):  # 2k + 1 whole-tensor comparisons, not a loop over frames
-        diff = pred - padded_tgt[:, shift : shift + frames]
-        cost = (diff.abs() + diff.square()).sum(dim=-1)
-        per_shift.append(cost.masked_fill(~padded_valid[:, shift : shift + frames], float("inf")))
-    closest = torch.stack(per_shift).amin(dim=0)  # the centre frame is always valid inside lens
-    return closest.masked_fill(~valid, 0.0).sum() / (valid.sum() * tgt.shape[2])
-
-
-def spectral_loss(pred: torch.Tensor, tgt: torch.Tensor, lens: torch.Tensor, tolerance: int) -> torch.Tensor:
-    if tolerance == 0:
-        return masked_spectral_loss(pred, tgt, lens)
-    return time_tolerant_spectral_loss(pred, tgt, lens, tolerance)
 
 
 def stop_labels(lens: torch.Tensor, frames: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -127,10 +100,9 @@ def compute_losses(
     guided_sigma: float,
     guided_weight: float,
     entropy_weight: float = 0.0,
-    time_tolerance: int = 0,
 ) -> Losses:
-    spectral = spectral_loss(out.before, tgt, tgt_lens, time_tolerance) + spectral_loss(
-        out.after, tgt, tgt_lens, time_tolerance
+    spectral = masked_spectral_loss(out.before, tgt, tgt_lens) + masked_spectral_loss(
+        out.after, tgt, tgt_lens
     )
     stop = stop_loss(out.stop_logits, tgt_lens, stop_pos_weight)
     dec_lens = decoder_steps(tgt_lens, reduction_factor)
@@ -145,12 +117,10 @@ def compute_losses(
     return Losses(total, spectral, stop, guided, entropy)
 
 
-def teacher_forced_losses(
-    model, batch, config, guided_weight: float, entropy_weight: float = 0.0, time_tolerance: int = 0
-) -> Losses:
+def teacher_forced_losses(model, batch, config, guided_weight: float, entropy_weight: float = 0.0) -> Losses:
     """Teacher-forced forward of a vc.data.Batch and its losses, as training and validation compute them.
 
-    Validation leaves entropy_weight and time_tolerance at 0, so dev losses stay comparable across runs.
+    Validation leaves entropy_weight at 0, so dev losses stay comparable across runs.
     """
     out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
     t = config.train
@@ -163,5 +133,4 @@ def teacher_forced_losses(
         t.guided_attention_sigma,
         guided_weight,
         entropy_weight,
-        time_tolerance,
     )

@@ -173,12 +173,7 @@ class Trainer:
         model.train()
         with torch.autocast(self.device.type, enabled=self.use_amp):
             losses = teacher_forced_losses(
-                model,
-                batch,
-                self.config,
-                self.guided_attention_weight(),
-                self.attention_entropy_weight(),
-                t.time_tolerance,
+                model, batch, self.config, self.guided_attention_weight(), self.attention_entropy_weight()
             )
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(losses.total).backward()
