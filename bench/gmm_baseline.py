@@ -45,10 +45,9 @@ from vc.metrics import (
     dtw,
     mcep_alpha,
     sp2mc,
+    speech_frames,
 )
 from vc.progress import progress
-
-SILENCE_DB = 40.0  # frames this far below the utterance's loudest are left out of training
 
 
 def world_features(wave: np.ndarray, sample_rate: int) -> dict[str, np.ndarray]:
@@ -60,12 +59,11 @@ def world_features(wave: np.ndarray, sample_rate: int) -> dict[str, np.ndarray]:
     fft_size = pyworld.get_cheaptrick_fft_size(sample_rate, F0_FLOOR)
     envelope = pyworld.cheaptrick(x, f0, times, sample_rate, f0_floor=F0_FLOOR, fft_size=fft_size)
     aperiodicity = pyworld.d4c(x, f0, times, sample_rate, fft_size=fft_size)
-    power_db = 10.0 * np.log10(np.maximum(envelope.mean(axis=1), 1e-30))
     return dict(
         f0=f0,
         mcep=sp2mc(envelope, MCEP_ORDER, mcep_alpha(sample_rate)),
         aperiodicity=aperiodicity,
-        speech=power_db > power_db.max() - SILENCE_DB,
+        speech=speech_frames(envelope),  # the scorer's silence rule: training sees the frames MCD counts
     )
 
 

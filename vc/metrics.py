@@ -13,7 +13,7 @@ estimation of spectral parameter trajectory", IEEE TASLP 2007; Zhang et al.,
   DIO + StoneMask (or Harvest), spectral envelope by CheapTrick;
 * envelope -> mel-cepstrum of order 24 with an all-pass constant of 0.42 at
   16 kHz (``pysptk.sp2mc``, computed here as one matrix product, see ``sp2mc``);
-* silent frames dropped (rule in ``_speech_frames``), then dynamic time
+* silent frames dropped (rule in ``speech_frames``), then dynamic time
   warping (Sakoe and Chiba, IEEE TASSP 1978) on mel-cepstra without c0;
 * mel-cepstral distortion (Kubichek, IEEE PACRIM 1993) in dB averaged over the
   DTW path, F0 RMSE [Hz] and Pearson correlation over the path frames voiced on
@@ -183,7 +183,7 @@ def sp2mc(envelope: np.ndarray, order: int, alpha: float) -> np.ndarray:
     return np.log(envelope) @ _sp2mc_matrix(envelope.shape[1], order, alpha)
 
 
-def _speech_frames(envelope: np.ndarray) -> np.ndarray:
+def speech_frames(envelope: np.ndarray) -> np.ndarray:
     """(frames, bins) power envelope -> (frames,) bool, True for speech.
 
     Frame power is the mean of the WORLD envelope over frequency, in dB, median
@@ -231,7 +231,7 @@ def analyse(wave: np.ndarray, sample_rate: int, f0_method: str = "dio", name: st
         raise ValueError(f"f0_method must be 'dio' or 'harvest', got {f0_method!r}")
     fft_size = pyworld.get_cheaptrick_fft_size(sample_rate, F0_FLOOR)
     envelope = pyworld.cheaptrick(x, f0, times, sample_rate, f0_floor=F0_FLOOR, fft_size=fft_size)
-    speech = _speech_frames(envelope)
+    speech = speech_frames(envelope)
     kept = np.flatnonzero(speech)
     duration = (kept[-1] - kept[0] + 1) * FRAME_PERIOD_MS / 1000.0
     mcep = sp2mc(envelope[speech], MCEP_ORDER, mcep_alpha(sample_rate))
