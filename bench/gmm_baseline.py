@@ -10,8 +10,9 @@ parameter trajectory", IEEE TASLP 2007, as the sprocket toolkit (Kobayashi and T
 
 - WORLD analysis every 5 ms (DIO + StoneMask, CheapTrick, D4C) and mel-cepstra of order 24,
   with vc.metrics' settings, so the converter and the scorer see the same features;
-- the first --pairs training pairs, speech frames only, aligned by DTW on mel-cepstra without
-  c0; joint vectors [x, dx, y, dy] of statics and deltas; a full-covariance GMM (EM, k-means start);
+- the first --pairs training pairs, speech frames only (the scorer's rule, vc.metrics.speech_frames),
+  aligned by DTW on mel-cepstra without c0; joint vectors [x, dx, y, dy] of statics and deltas;
+  a full-covariance GMM (EM, k-means start);
 - per source frame the most likely mixture given [x, dx] (the suboptimal mixture sequence of
   Toda et al.), its conditional mean and variance of [y, dy], and the static trajectory that
   maximises their likelihood (MLPG, one banded solve per dimension);
