@@ -38,7 +38,6 @@ from vc.audio import read_audio, write_audio
 from vc.config import AudioConfig
 from vc.data import read_pair_list
 from vc.metrics import (
-    F0_CEIL,
     F0_FLOOR,
     FRAME_PERIOD_MS,
     MCEP_ORDER,
@@ -47,6 +46,7 @@ from vc.metrics import (
     mcep_alpha,
     sp2mc,
     speech_frames,
+    world_frames,
 )
 from vc.progress import progress
 
@@ -55,16 +55,14 @@ def world_features(wave: np.ndarray, sample_rate: int) -> dict[str, np.ndarray]:
     """F0 (T,), mel-cepstrum (T, MCEP_ORDER + 1) and aperiodicity (T, bins) of one wave, 5 ms frames."""
     pyworld, _ = analysis_libraries()
     x = wave.astype(np.float64)
-    f0, times = pyworld.dio(x, sample_rate, f0_floor=F0_FLOOR, f0_ceil=F0_CEIL, frame_period=FRAME_PERIOD_MS)
-    f0 = pyworld.stonemask(x, f0, times, sample_rate)
-    fft_size = pyworld.get_cheaptrick_fft_size(sample_rate, F0_FLOOR)
-    envelope = pyworld.cheaptrick(x, f0, times, sample_rate, f0_floor=F0_FLOOR, fft_size=fft_size)
-    aperiodicity = pyworld.d4c(x, f0, times, sample_rate, fft_size=fft_size)
+    frames = world_frames(x, sample_rate)  # the scorer's F0 and envelope analysis, DIO + StoneMask
+    aperiodicity = pyworld.d4c(x, frames.f0, frames.times, sample_rate, fft_size=frames.fft_size)
     return dict(
-        f0=f0,
-        mcep=sp2mc(envelope, MCEP_ORDER, mcep_alpha(sample_rate)),
+        f0=frames.f0,
+        mcep=sp2mc(frames.envelope, MCEP_ORDER, mcep_alpha(sample_rate)),
         aperiodicity=aperiodicity,
-        speech=speech_frames(envelope),  # the scorer's silence rule: training sees the frames MCD counts
+        # the scorer's silence rule: training sees the frames MCD counts
+        speech=speech_frames(frames.envelope),
     )
 
 

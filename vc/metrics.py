@@ -209,15 +209,23 @@ class Analysis:
     duration: float
 
 
-def analyse(wave: np.ndarray, sample_rate: int, f0_method: str = "dio", name: str = "input") -> Analysis:
-    """WORLD + SPTK analysis of one mono wave at 5 ms frames (see the module docstring).
+@dataclass
+class WorldFrames:
+    """WORLD's F0 and spectral envelope of one wave, every frame (silence included)."""
+
+    f0: np.ndarray  # (frames,) Hz, 0 = unvoiced
+    times: np.ndarray  # (frames,) s
+    envelope: np.ndarray  # (frames, fft_size // 2 + 1) power
+    fft_size: int
+
+
+def world_frames(x: np.ndarray, sample_rate: int, f0_method: str = "dio") -> WorldFrames:
+    """F0 and CheapTrick envelope of a float64 wave at 5 ms frames, with the scorer's settings.
 
     ``f0_method`` is "dio" (DIO + StoneMask, fast) or "harvest" (Morise,
     Interspeech 2017: fewer voicing errors, about 25x slower).
     """
     pyworld, _ = analysis_libraries()
-    config = AudioConfig(sample_rate=sample_rate, trim_top_db=0.0)
-    x = prepare_wave(wave, sample_rate, config, name=name).astype(np.float64)
     if f0_method == "dio":
         f0, times = pyworld.dio(
             x, sample_rate, f0_floor=F0_FLOOR, f0_ceil=F0_CEIL, frame_period=FRAME_PERIOD_MS
@@ -231,6 +239,15 @@ def analyse(wave: np.ndarray, sample_rate: int, f0_method: str = "dio", name: st
         raise ValueError(f"f0_method must be 'dio' or 'harvest', got {f0_method!r}")
     fft_size = pyworld.get_cheaptrick_fft_size(sample_rate, F0_FLOOR)
     envelope = pyworld.cheaptrick(x, f0, times, sample_rate, f0_floor=F0_FLOOR, fft_size=fft_size)
+    return WorldFrames(f0=f0, times=times, envelope=envelope, fft_size=fft_size)
+
+
+def analyse(wave: np.ndarray, sample_rate: int, f0_method: str = "dio", name: str = "input") -> Analysis:
+    """WORLD + SPTK analysis of one mono wave at 5 ms frames (see the module docstring)."""
+    config = AudioConfig(sample_rate=sample_rate, trim_top_db=0.0)
+    x = prepare_wave(wave, sample_rate, config, name=name).astype(np.float64)
+    frames = world_frames(x, sample_rate, f0_method)
+    f0, envelope = frames.f0, frames.envelope
     speech = speech_frames(envelope)
     kept = np.flatnonzero(speech)
     duration = (kept[-1] - kept[0] + 1) * FRAME_PERIOD_MS / 1000.0
