@@ -11,6 +11,7 @@ serves a checkpoint, the same way for every kind.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -109,35 +110,44 @@ def find_companion(
     return companion if companion.is_file() else None
 
 
+@dataclass(frozen=True)
+class CompanionKind:
+    """One kind of companion network: how it is built and where its weights are kept."""
+
+    build: Callable[..., nn.Module]  # called with the saved hyper-parameters
+    marker: str  # the format marker of its files
+    what: str  # its name in messages
+    file_name: str  # its file beside a checkpoint
+    embedded_key: str  # its key inside an exported or bundled model file
+
+
 def load_companion(
-    build: Callable[..., nn.Module],
-    marker: str,
-    what: str,
-    name: str,
-    embedded_key: str,
+    kind: CompanionKind,
     audio: AudioConfig,
     checkpoint: str | Path | None,
     explicit: str | Path | bool | None = None,
     device: str | torch.device = "cpu",
     payload: dict | None = None,
 ) -> tuple[nn.Module | None, str]:
-    """The network of kind ``what`` that serves ``checkpoint``, and where it came from.
+    """The network of ``kind`` that serves ``checkpoint``, and where it came from.
 
     ``explicit``: a network file; False: none; None: the one embedded in the
-    model file under ``embedded_key`` (exported or bundled models), else the
-    file ``name`` beside the checkpoint. ``payload``: the checkpoint's dict when
-    already loaded, so it is not read twice. Returns (None, why) when there is none.
+    model file, else the file beside the checkpoint. ``payload``: the
+    checkpoint's dict when already loaded, so it is not read twice. Returns
+    (None, why) when there is none.
     """
     if explicit is None and checkpoint is not None:
         if payload is None:
             payload = load_checkpoint(checkpoint, map_location=device)
-        if embedded_key in payload:
-            net = network_from_payload(payload[embedded_key], build, what, checkpoint, audio, device)
+        if kind.embedded_key in payload:
+            net = network_from_payload(
+                payload[kind.embedded_key], kind.build, kind.what, checkpoint, audio, device
+            )
             return net, f"inside {checkpoint}"
-    path = find_companion(checkpoint, name, explicit)
+    path = find_companion(checkpoint, kind.file_name, explicit)
     if path is None:
-        return None, "as asked" if explicit is False else f"no {name} beside the checkpoint"
+        return None, "as asked" if explicit is False else f"no {kind.file_name} beside the checkpoint"
     net = network_from_payload(
-        read_network_payload(path, marker, what, device), build, what, path, audio, device
+        read_network_payload(path, kind.marker, kind.what, device), kind.build, kind.what, path, audio, device
     )
     return net, f"in {path}"

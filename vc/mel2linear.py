@@ -26,6 +26,7 @@ import torch
 from vc.audio import AUDIO_FORMATS, LogMel, read_audio
 from vc.checkpoint import private_rng
 from vc.companion import (
+    CompanionKind,
     find_companion,
     load_companion,
     network_from_payload,
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 FORMAT = "vc-mel2linear"
 COMPANION_NAME = "mel2linear.pt"
 EMBEDDED_VOCODER_KEY = "vocoder_net"  # where `vc export` puts the network inside a model file
+KIND = CompanionKind(Mel2Linear, FORMAT, "mel2linear network", COMPANION_NAME, EMBEDDED_VOCODER_KEY)
 # Target magnitudes are log10(max(|STFT|, MAGNITUDE_FLOOR)). Sixteen-bit
 # recordings have their noise floor near 1e-3 on this scale; below 1e-5 nothing
 # is audible, and a lower floor would let silent bins dominate an L1 loss.
@@ -346,7 +348,7 @@ def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info:
 
 def read_mel2linear_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """The saved dict of a network file (format checked), for loading or for embedding elsewhere."""
-    return read_network_payload(path, FORMAT, "mel2linear network", map_location)
+    return read_network_payload(path, KIND.marker, KIND.what, map_location)
 
 
 def mel2linear_from_payload(
@@ -359,7 +361,7 @@ def mel2linear_from_payload(
 
     With ``audio``, refuse one trained under other audio settings; ``where`` names it in errors.
     """
-    return network_from_payload(payload, Mel2Linear, "mel2linear network", where, audio, map_location)
+    return network_from_payload(payload, KIND.build, KIND.what, where, audio, map_location)
 
 
 def load_mel2linear(
@@ -393,10 +395,7 @@ def load_vocoder_net(
     vc.companion.load_companion). ``payload``: the checkpoint when already loaded,
     so it is not read twice.
     """
-    net, where = load_companion(
-        Mel2Linear, FORMAT, "mel2linear network", COMPANION_NAME, EMBEDDED_VOCODER_KEY,
-        audio, checkpoint, vocoder_net, device, payload,
-    )  # fmt: skip
+    net, where = load_companion(KIND, audio, checkpoint, vocoder_net, device, payload)
     # debug, not info: vc convert's stderr on bad input must stay one error line (vc -v shows it)
     if net is None:
         log.debug("vocoder: mel -> linear by filterbank pseudo-inverse (%s)", where)

@@ -35,6 +35,7 @@ import torch
 from vc.audio import FeatureStats, LogMel, read_audio
 from vc.checkpoint import load_checkpoint
 from vc.companion import (
+    CompanionKind,
     find_companion,
     load_companion,
     network_from_payload,
@@ -53,6 +54,7 @@ log = logging.getLogger(__name__)
 FORMAT = "vc-postfilter"
 COMPANION_NAME = "postfilter.pt"
 EMBEDDED_KEY = "postfilter"  # where `vc export` puts the network inside a model file
+KIND = CompanionKind(MelPostfilter, FORMAT, "post-filter", COMPANION_NAME, EMBEDDED_KEY)
 
 
 @dataclasses.dataclass
@@ -227,7 +229,7 @@ def save_postfilter(
 
 def read_postfilter_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """The saved dict of a post-filter file (format checked), for loading or embedding."""
-    return read_network_payload(path, FORMAT, "post-filter", map_location)
+    return read_network_payload(path, KIND.marker, KIND.what, map_location)
 
 
 def postfilter_from_payload(
@@ -237,7 +239,7 @@ def postfilter_from_payload(
     map_location: str | torch.device = "cpu",
 ) -> MelPostfilter:
     """The generator of a saved dict in eval mode, float32; with ``audio``, refuse other audio settings."""
-    return network_from_payload(payload, MelPostfilter, "post-filter", where, audio, map_location)
+    return network_from_payload(payload, KIND.build, KIND.what, where, audio, map_location)
 
 
 def find_postfilter(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:
@@ -257,9 +259,6 @@ def load_postfilter(
     ``postfilter``: a file; False: none; None: the one inside an exported model
     file, else the companion beside the checkpoint (vc.companion.load_companion).
     """
-    net, where = load_companion(
-        MelPostfilter, FORMAT, "post-filter", COMPANION_NAME, EMBEDDED_KEY,
-        audio, checkpoint, postfilter, device, payload,
-    )  # fmt: skip
+    net, where = load_companion(KIND, audio, checkpoint, postfilter, device, payload)
     log.debug("post-filter: %s", "none" if net is None else f"the network {where}")
     return net
