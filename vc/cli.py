@@ -205,6 +205,17 @@ def cmd_export(args) -> None:
     )
 
 
+def cmd_average(args) -> None:
+    from vc.averaging import average_checkpoints, checkpoints_to_average
+
+    paths = checkpoints_to_average(args.inputs, args.last)
+    summary = average_checkpoints(paths, args.out)
+    steps = ", ".join(str(step) for step in summary["steps"])
+    print(
+        f"averaged model: {args.out} ({summary['count']} checkpoints, steps {steps}; {summary['bytes'] / 1e6:.1f} MB)"
+    )
+
+
 def cmd_models(args) -> None:
     from vc.pretrained import list_models
 
@@ -362,6 +373,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--no-postfilter", action="store_true", help="embed no post-filter")
     export.set_defaults(func=cmd_export)
+    average = commands.add_parser(
+        "average", help="average the weights of a run's last checkpoints into one model file"
+    )
+    average.add_argument(
+        "inputs", nargs="+", metavar="PATH", help="checkpoints, or a checkpoints folder (its step*.pt files)"
+    )
+    average.add_argument(
+        "--out", required=True, help="the model file to write (e.g. EXP/checkpoints/averaged.pt)"
+    )
+    average.add_argument("--last", type=_positive_int, help="only the newest N of them (default: all given)")
+    average.set_defaults(func=cmd_average)
     models = commands.add_parser("models", help="list the models bundled with the package")
     models.set_defaults(func=cmd_models)
     curve = commands.add_parser(
