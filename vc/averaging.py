@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vc.checkpoint import load_checkpoint, save_checkpoint, step_checkpoints
+from vc.checkpoint import INFERENCE_KEYS, load_checkpoint, save_checkpoint, step_checkpoints
 from vc.errors import CheckpointError
 
 
@@ -70,14 +70,7 @@ def average_checkpoints(paths: list[str | Path], out: str | Path) -> dict:
         else:  # counters such as BatchNorm's num_batches_tracked: the newest one's
             averaged[key] = value
     steps = [int(payload["step"]) for payload in payloads]
-    save_checkpoint(
-        out,
-        {
-            "model": averaged,
-            "config": reference["config"],
-            "stats": reference["stats"],
-            "step": int(reference["step"]),
-            "info": {"averaged_from": [p.name for p in paths], "averaged_steps": steps},
-        },
-    )
+    kept = {key: reference[key] for key in INFERENCE_KEYS}
+    info = {"averaged_from": [p.name for p in paths], "averaged_steps": steps}
+    save_checkpoint(out, {**kept, "model": averaged, "info": info})
     return {"count": len(paths), "steps": steps, "bytes": Path(out).stat().st_size}

@@ -24,6 +24,8 @@ from vc.fileio import atomic_open
 
 FORMAT = "vc-checkpoint"
 STEP_FILE = re.compile(r"step(\d+)\.pt$")
+# What converting with a checkpoint needs; every checkpoint, exported or averaged ones too, holds them.
+INFERENCE_KEYS = ("model", "config", "stats", "step")
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
@@ -50,7 +52,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         ) from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a vc checkpoint (no '{FORMAT}' marker)")
-    for key in ("model", "config", "stats", "step"):
+    for key in INFERENCE_KEYS:
         if key not in payload:
             raise CheckpointError(f"{path} is an incomplete vc checkpoint: '{key}' is missing")
     return payload

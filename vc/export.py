@@ -16,12 +16,10 @@ from pathlib import Path
 
 import torch
 
-from vc.checkpoint import load_checkpoint, save_checkpoint
+from vc.checkpoint import INFERENCE_KEYS, load_checkpoint, save_checkpoint
 from vc.mel2linear import EMBEDDED_VOCODER_KEY, find_mel2linear, read_mel2linear_payload
 from vc.postfilter import EMBEDDED_KEY as EMBEDDED_POSTFILTER_KEY
 from vc.postfilter import find_postfilter, read_postfilter_payload
-
-KEPT_KEYS = ("model", "config", "stats", "step")
 
 
 def _half(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -64,7 +62,7 @@ def export_model(
     what it embeds unless a file or False replaces it.
     """
     payload = load_checkpoint(checkpoint)
-    exported = {key: payload[key] for key in KEPT_KEYS}
+    exported = {key: payload[key] for key in INFERENCE_KEYS}
     if half:
         exported["model"] = _half(exported["model"])
     net_path = _embed(
