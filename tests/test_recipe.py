@@ -44,6 +44,9 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         assert len((tmp_path / "data" / "bdl_slt" / f"{split}.tsv").read_text().splitlines()) == 3
     assert list((exp / "features").glob("train-*.pt")) and (exp / "stats.json").is_file()
     assert (exp / "checkpoints" / "best.pt").is_file() and list((exp / "tensorboard").iterdir())
+    # stages 4-8 use the mean of the last snapshots (ci.yaml saves steps 2 and 4)
+    averaged = exp / "checkpoints" / "averaged.pt"
+    assert averaged.is_file() and "2 checkpoints, steps 2, 4" in (exp / "logs" / "stage3_average.log").read_text()
     assert (exp / "alignments" / "arctic_b0340_evolution.png").is_file()
     converted = sorted(p.name for p in (exp / "converted" / "eval").glob("*.wav"))
     assert converted == ["arctic_b0440.wav", "arctic_b0441.wav", "arctic_b0442.wav"]
@@ -66,7 +69,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert "seen source" in unseen and "unseen: slt-as-source" in unseen and "unseen: bdl-x1.19" in unseen
     assert sorted(p.name for p in (exp / "converted" / "unseen" / "bdl-x1.19").iterdir()) == converted[:2]
     last = done.stdout.strip().splitlines()[-5:]
-    assert last[0].startswith("checkpoint:") and last[1].startswith("converted:")
+    assert last[0] == f"model:       {averaged}" and last[1].startswith("converted:")
     assert last[2] == f"report:      {exp}/report/index.html" and last[3].startswith("unseen:")
     assert "tensorboard" in last[4]
     assert "=== scores of the eval set" in done.stdout and "=== seen vs unseen voices" in done.stdout
@@ -74,4 +77,5 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     again = subprocess.run(
         [*command, "--stop_stage", "7"], env=env, capture_output=True, text=True, timeout=600
     )
-    assert again.returncode == 0 and "already done" in again.stdout
+    assert again.returncode == 0 and "train: already done" in again.stdout
+    assert "average: already done" in again.stdout

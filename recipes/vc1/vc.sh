@@ -3,9 +3,10 @@
 #   0 data lists   local/data_prep.py writes data/<src>_<tgt>/{train,dev,eval}.tsv
 #   1 features     log-mels of the train and dev lists, cached in the experiment folder
 #   2 statistics   per-speaker mean/variance from the training set -> stats.json
-#   3 train        vc train (TensorBoard in EXP/tensorboard)
+#   3 train        vc train (TensorBoard in EXP/tensorboard); then vc average: the mean weights of the last
+#                  --average snapshots -> EXP/checkpoints/averaged.pt, the model every later stage uses
 #   4 vocoder      mel -> linear magnitude network for Griffin-Lim, on the target's training recordings
-#                  and the trained model's teacher-forced mels -> EXP/checkpoints/mel2linear.pt; then the GAN
+#                  and the model's teacher-forced mels -> EXP/checkpoints/mel2linear.pt; then the GAN
 #                  post-filter that sharpens the model's mels in time -> EXP/checkpoints/postfilter.pt
 #   5 convert      the eval set's source utterances -> EXP/converted/eval/*.wav
 #   6 score        MCD / F0 / WER / speaker similarity / predicted MOS beside the no-conversion floor,
@@ -18,6 +19,7 @@
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 20)
 #          --postfilter_minutes N (stage 4's post-filter time limit; default 6; 0: no post-filter)
+#          --average N (stage 3: average the last N snapshots; default 3; 0: use best.pt as it is)
 # Trailing key=value arguments override the training config (e.g. train.max_minutes=5).
 set -euo pipefail
 
@@ -33,11 +35,12 @@ data_prep_args=""
 vocoder_minutes=8
 postfilter_minutes=6
 unseen_utts=20
+average=3
 
 overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--average)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -47,9 +50,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -f "$conf" ] || { echo "vc.sh: config not found: $conf" >&2; exit 2; }
-for n in "$stage" "$stop_stage"; do
-    [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage and --stop_stage take a number, got '$n'" >&2; exit 2; }
+for n in "$stage" "$stop_stage" "$average"; do
+    [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage and --average take a number, got '$n'" >&2; exit 2; }
 done
+[ "$average" != 1 ] || { echo "vc.sh: --average takes 0 (off) or at least 2 snapshots, got 1" >&2; exit 2; }
 command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
 
 data=$work/data/${src}_${tgt}
@@ -58,6 +62,9 @@ logs=$exp/logs
 mkdir -p "$logs"
 lists=("data.train_list=$data/train.tsv" "data.dev_list=$data/dev.tsv")
 args=("${lists[@]}" "${overrides[@]+"${overrides[@]}"}")
+# The model stages 4-8 use. Averaging the last snapshots took four runs (two seeds x two reduction
+# factors) from 58.0-66.7 % WER with best.pt to 60.9-62.4 % (docs/ablation.md): less of one step's luck.
+if [ "$average" -gt 0 ]; then model=$exp/checkpoints/averaged.pt; else model=$exp/checkpoints/best.pt; fi
 
 run_stage() {  # run_stage N name command...: logs to EXP/logs/stageN.log, fails loudly
     local n=$1 name=$2; shift 2
@@ -79,11 +86,18 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     if [ -f "$exp/checkpoints/best.pt" ] && [ -f "$exp/.train_done" ]; then
         echo "=== stage 3: train: already done ($exp/.train_done); delete it to train again"
     else
-        rm -f "$exp/.train_done"
+        # A new model makes the averaged model and stage 4's networks (trained on its predictions) stale.
+        rm -f "$exp/.train_done" "$exp"/checkpoints/{averaged,mel2linear,postfilter}.pt
         resume=()
         ls "$exp"/checkpoints/step*.pt >/dev/null 2>&1 && resume=(--resume)
         run_stage 3 "train" vc train --config "$conf" --out "$exp" "${resume[@]+"${resume[@]}"}" "${args[@]}"
         touch "$exp/.train_done"
+    fi
+    if [ "$average" -gt 0 ] && [ -f "$model" ]; then
+        echo "=== stage 3: average: already done ($model); delete it to average again"
+    elif [ "$average" -gt 0 ]; then
+        echo "=== stage 3: average the last $average snapshots ($(date '+%H:%M:%S'))"
+        vc average "$exp/checkpoints" --last "$average" --out "$model" 2>&1 | tee "$logs/stage3_average.log"
     fi
 fi
 # The network is trained after the model so it can learn to undo the model's own blur; delete the file to
@@ -93,7 +107,7 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
         echo "=== stage 4: vocoder: already done ($exp/checkpoints/mel2linear.pt); delete it to train again"
     else
         run_stage 4 "vocoder" vc vocoder-train "$data/train.tsv" --config "$exp/config.yaml" \
-            --checkpoint "$exp/checkpoints/best.pt" --out "$exp/checkpoints/mel2linear.pt" --max-minutes "$vocoder_minutes"
+            --checkpoint "$model" --out "$exp/checkpoints/mel2linear.pt" --max-minutes "$vocoder_minutes"
     fi
     if [ "$postfilter_minutes" = 0 ]; then
         echo "=== stage 4: post-filter: skipped (--postfilter_minutes 0)"
@@ -101,7 +115,7 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
         echo "=== stage 4: post-filter: already done ($exp/checkpoints/postfilter.pt); delete it to train again"
     else
         echo "=== stage 4: post-filter ($(date '+%H:%M:%S'))"
-        vc postfilter-train "$data/train.tsv" --checkpoint "$exp/checkpoints/best.pt" \
+        vc postfilter-train "$data/train.tsv" --checkpoint "$model" \
             --out "$exp/checkpoints/postfilter.pt" --max-minutes "$postfilter_minutes" 2>&1 \
             | tee "$logs/stage4_postfilter.log"
     fi
@@ -109,13 +123,13 @@ fi
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
     mapfile -t sources < <(cut -f 2 "$data/eval.tsv")
     rm -rf "$exp/converted/eval"  # no stale files from an earlier run may be scored
-    run_stage 5 "convert eval" vc convert --checkpoint "$exp/checkpoints/best.pt" --out-dir "$exp/converted/eval" \
+    run_stage 5 "convert eval" vc convert --checkpoint "$model" --out-dir "$exp/converted/eval" \
         --save-alignment png "${sources[@]}"
 fi
 if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
     rm -rf "$exp/converted/ceiling"
     run_stage 6 "score" vc score --converted "$exp/converted/eval" --reference "$(eval_folder 3)" \
-        --source "$(eval_folder 2)" --config "$exp/config.yaml" --checkpoint "$exp/checkpoints/best.pt" \
+        --source "$(eval_folder 2)" --config "$exp/config.yaml" --checkpoint "$model" \
         --train-list "$data/train.tsv" --ceiling-dir "$exp/converted/ceiling" \
         --out "$exp/scores.txt" --json "$exp/scores.json" --centroid-cache "$exp/speaker_centroids.json"
 fi
@@ -129,7 +143,7 @@ unseen_voices() {  # stage 8: make the inputs, convert and score each voice, the
     for dir in "$exp"/unseen/*/; do
         voice=$(basename "$dir")
         echo "--- $voice"
-        vc convert --checkpoint "$exp/checkpoints/best.pt" --out-dir "$exp/converted/unseen/$voice" "$dir"
+        vc convert --checkpoint "$model" --out-dir "$exp/converted/unseen/$voice" "$dir"
         vc score --converted "$exp/converted/unseen/$voice" --reference "$(eval_folder 3)" --source "$dir" \
             --config "$exp/config.yaml" --train-list "$data/train.tsv" --no-ceiling --no-natural \
             --centroid-cache "$exp/speaker_centroids.json" --json "$exp/unseen_scores/$voice.json"
@@ -141,7 +155,7 @@ run_stage 8 "unseen voices" unseen_voices
 # The run ends with its numbers: the eval table (all rows) and, after stage 8, seen vs unseen voices.
 if [ -f "$exp/scores.txt" ]; then echo "=== scores of the eval set ($exp/scores.txt)"; cat "$exp/scores.txt"; fi
 if [ -f "$exp/unseen_scores.txt" ]; then echo "=== seen vs unseen voices"; cat "$exp/unseen_scores.txt"; fi
-echo "checkpoint:  $exp/checkpoints/best.pt"
+echo "model:       $model"
 echo "converted:   $exp/converted/eval"
 echo "report:      $exp/report/index.html"
 if [ -f "$exp/unseen_scores.txt" ]; then echo "unseen:      $exp/unseen_scores.txt"; fi
