@@ -148,3 +148,16 @@ def test_monitor_keeps_early_evaluations_in_the_png(tmp_path):
     assert len(list((tmp_path / "alignments" / "utt").glob("step*.npy"))) == 10
     assert [s for s, _ in load_evolution(tmp_path / "alignments" / "utt", 4)][:2] == [10, 20]
     assert Path(tmp_path / "tensorboard").is_dir()
+
+
+def test_report_says_which_steps_the_averaged_model_holds(tmp_path):
+    from tests.test_averaging import _run
+    from vc.averaging import average_checkpoints
+
+    exp = make_experiment(tmp_path)
+    paths = _run(exp / "checkpoints", steps=(200, 300))
+    average_checkpoints(paths, exp / "checkpoints" / "averaged.pt")
+    html = build_report(exp, progress=False).read_text()
+    assert "mean weights of steps 200, 300; the recipe converts with it" in html
+    (exp / "checkpoints" / "averaged.pt").write_bytes(b"not a checkpoint")  # one bad file: a note, no crash
+    assert "averaged.pt</td><td class=\"text\">unreadable" in build_report(exp, progress=False).read_text()

@@ -177,6 +177,21 @@ def _read_training(exp: Experiment) -> None:
     checkpoints = sorted((exp.folder / "checkpoints").glob("*.pt"))
     if checkpoints:
         info["checkpoints"] = ", ".join(path.name for path in checkpoints)
+    averaged = exp.folder / "checkpoints" / "averaged.pt"
+    if averaged.is_file():  # the model the recipe's later stages use (vc average), not best.pt
+        info["averaged.pt"] = _averaged_from(averaged)
+
+
+def _averaged_from(path: Path) -> str:
+    from vc.checkpoint import load_checkpoint
+
+    try:
+        steps = load_checkpoint(path).get("info", {}).get("averaged_steps")
+    except VcError as exc:
+        return f"unreadable ({exc})"
+    if not steps:
+        return "not written by vc average (no averaged steps recorded)"
+    return f"mean weights of steps {', '.join(map(str, steps))}; the recipe converts with it"
 
 
 def _read_scores(exp: Experiment, path: Path) -> dict:
