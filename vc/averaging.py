@@ -1,11 +1,12 @@
 """Checkpoint averaging: the mean weights of a run's last snapshots, as one model (`vc average`).
 
 A 30-minute run's best.pt depends on the training seed more than on most
-settings: four runs (two seeds x two reduction factors) scored 58.0-66.7 %
-WER from their best.pt and 60.9-62.4 % from the mean of their last three
-snapshots (docs/ablation.md, "Training seeds and checkpoint averaging"). The
-snapshots are 100 steps apart, close enough in weight space that their mean
-is a model of its own, with less of any one step's noise.
+settings. Over five runs (two seeds x two reduction factors, and the 90-minute
+`long` run) best.pt scored 58.0-66.7 % WER and the mean of the last three
+snapshots, each with stage 4 trained on it, 60.4-62.9 %: about the same mean,
+a third of the spread (docs/ablation.md, "Averaging and the decode options in
+the recipe"). The snapshots are 100 steps apart, close enough in weight space
+that their mean is a model of its own; the recipe's stage 3 ends with it.
 
 The output is an inference file like `vc export`'s (weights, config,
 statistics, step; float32, no optimizer state): `vc convert` and Converter
