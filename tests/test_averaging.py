@@ -22,7 +22,7 @@ from vc.model import build_model
 N_MELS = 16
 
 
-def _run(folder, steps=(100, 200, 300), stats_mean=-2.0, decoder_rnn_dim=None):
+def write_snapshots(folder, steps=(100, 200, 300), stats_mean=-2.0, decoder_rnn_dim=None):
     """Snapshots of one 'run': the same config and statistics, weights drawn anew per step."""
     config = Config()
     config.audio = dataclasses.replace(config.audio, n_mels=N_MELS)
@@ -49,7 +49,7 @@ def _run(folder, steps=(100, 200, 300), stats_mean=-2.0, decoder_rnn_dim=None):
 
 
 def test_the_average_is_the_mean_of_every_weight_and_converts(tmp_path):
-    paths = _run(tmp_path / "checkpoints")
+    paths = write_snapshots(tmp_path / "checkpoints")
     out = tmp_path / "checkpoints" / "averaged.pt"
     summary = average_checkpoints(paths, out)
     assert summary["count"] == 3 and summary["steps"] == [100, 200, 300]
@@ -68,7 +68,7 @@ def test_the_average_is_the_mean_of_every_weight_and_converts(tmp_path):
 
 def test_a_folder_stands_for_its_snapshots_and_last_keeps_the_newest(tmp_path):
     folder = tmp_path / "checkpoints"
-    _run(folder, steps=(300, 100, 200))  # written out of order: the names give the order
+    write_snapshots(folder, steps=(300, 100, 200))  # written out of order: the names give the order
     (folder / "best.pt").write_bytes((folder / "step0000200.pt").read_bytes())
     names = [p.name for p in checkpoints_to_average([folder])]
     assert names == ["step0000100.pt", "step0000200.pt", "step0000300.pt"]
@@ -81,18 +81,18 @@ def test_a_folder_stands_for_its_snapshots_and_last_keeps_the_newest(tmp_path):
 
 
 def test_checkpoints_of_other_runs_or_models_are_refused(tmp_path):
-    first = _run(tmp_path / "a", steps=(100,))
-    other_stats = _run(tmp_path / "b", steps=(200,), stats_mean=-3.0)
+    first = write_snapshots(tmp_path / "a", steps=(100,))
+    other_stats = write_snapshots(tmp_path / "b", steps=(200,), stats_mean=-3.0)
     with pytest.raises(CheckpointError, match="different runs"):
         average_checkpoints(first + other_stats, tmp_path / "out.pt")
-    other_model = _run(tmp_path / "c", steps=(200,), decoder_rnn_dim=24)
+    other_model = write_snapshots(tmp_path / "c", steps=(200,), decoder_rnn_dim=24)
     with pytest.raises(CheckpointError, match="different models"):
         average_checkpoints(first + other_model, tmp_path / "out.pt")
     assert not (tmp_path / "out.pt").exists()
 
 
 def test_cli_writes_the_average_and_never_overwrites_an_input(tmp_path, capsys):
-    paths = _run(tmp_path / "checkpoints")
+    paths = write_snapshots(tmp_path / "checkpoints")
     before = paths[0].read_bytes()
     assert main(["average", str(paths[0].parent), "--out", str(paths[0])]) == 1
     err = capsys.readouterr().err

@@ -151,11 +151,11 @@ def test_monitor_keeps_early_evaluations_in_the_png(tmp_path):
 
 
 def test_report_says_which_steps_the_averaged_model_holds(tmp_path):
-    from tests.test_averaging import _run
+    from tests.test_averaging import write_snapshots
     from vc.averaging import average_checkpoints
 
     exp = make_experiment(tmp_path)
-    paths = _run(exp / "checkpoints", steps=(200, 300))
+    paths = write_snapshots(exp / "checkpoints", steps=(200, 300))
     average_checkpoints(paths, exp / "checkpoints" / "averaged.pt")
     html = build_report(exp, progress=False).read_text()
     assert "mean weights of steps 200, 300; the recipe converts with it" in html

@@ -1,8 +1,11 @@
 """Conversion with a trained checkpoint: waveform in, waveform out.
 
 from vc import Converter
-converter = Converter.from_checkpoint("exp/checkpoints/best.pt")
+converter = Converter.from_checkpoint("exp/checkpoints/averaged.pt")
 wave, sample_rate = converter.convert(wave, sample_rate)
+
+The recipe converts with averaged.pt (the mean of the last snapshots, `vc average`);
+best.pt and any step file load the same way.
 """
 
 from __future__ import annotations
