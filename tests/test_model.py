@@ -10,7 +10,6 @@ import torch
 from vc.config import InferenceConfig, ModelConfig
 from vc.losses import compute_losses
 from vc.model import build_model
-from vc.model.aligned_source import aligned_source
 from vc.model.attention import ATTENTION_TYPES
 from vc.model.layers import make_pad_mask
 
@@ -220,32 +219,3 @@ def test_encoder_ignores_whatever_the_padding_holds():
     clean, _ = model.encoder(src, src_lens)
     dirty, _ = model.encoder(garbage, src_lens)
     torch.testing.assert_close(dirty, clean, rtol=0, atol=0)
-
-
-def test_postnet_reads_the_source_at_the_attentions_timing():
-    model = tiny_model(reduction_factor=3, postnet_reads_source=True)
-    src, src_lens, tgt, tgt_lens = batch()
-    out = model(src, src_lens, tgt, tgt_lens)
-    source = aligned_source(src, src_lens, out.alignments, out.enc_lens, tgt_lens, 3, 2)
-    by_hand = out.before + model.postnet(out.before, make_pad_mask(tgt_lens), source)
-    torch.testing.assert_close(out.after, by_hand)
-    # and it matters: other frames at those times give another output
-    other = model.postnet(out.before, make_pad_mask(tgt_lens), source.flip(1))
-    assert not torch.allclose(out.before + other, out.after)
-
-
-def test_postnet_reading_the_source_keeps_batches_exact_and_trains():
-    model = tiny_model(reduction_factor=3, postnet_reads_source=True)
-    src, src_lens, _, _ = batch(lens=(13, 8))
-    config = InferenceConfig(min_ratio=0.0, max_ratio=2.0)
-    both = model.inference(src, src_lens, config)
-    for k in range(2):
-        alone = model.inference(src[k : k + 1, : src_lens[k]], src_lens[k : k + 1], config)
-        length = int(alone.lens[0])
-        assert int(both.lens[k]) == length
-        torch.testing.assert_close(both.after[k, :length], alone.after[0], atol=1e-5, rtol=1e-5)
-        assert torch.all(both.after[k, length:] == 0)
-    model.train()
-    src, src_lens, tgt, tgt_lens = batch()
-    compute_losses(model(src, src_lens, tgt, tgt_lens), tgt, tgt_lens, 3, 5.0, 0.4, 1.0).total.backward()
-    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())

@@ -66,10 +66,6 @@ class ModelConfig:
     postnet_channels: int = 256
     postnet_kernel: int = 5
     postnet_dropout: float = 0.5
-    # The postnet also reads the model's input frames at the output's timing (the source frame
-    # under the attention's centroid, vc.model.aligned_source): the source's sharp transitions
-    # beside the decoder's blurred ones, learned end to end with the spectral loss.
-    postnet_reads_source: bool = False
 
 
 @dataclass

@@ -10,11 +10,7 @@ from vc.model.layers import MaskedConvStack
 
 
 class Postnet(nn.Module):
-    """Shapes: mels (B, T, n_mels), pad_mask (B, T) -> residual (B, T, n_mels).
-
-    With ``source_dim`` > 0 the first layer also reads ``source`` (B, T, source_dim): the model's
-    input frames at the output's timing (vc.model.aligned_source).
-    """
+    """Shapes: mels (B, T, n_mels), pad_mask (B, T) -> residual (B, T, n_mels)."""
 
     def __init__(
         self,
@@ -23,12 +19,10 @@ class Postnet(nn.Module):
         postnet_channels: int,
         postnet_kernel: int,
         postnet_dropout: float,
-        source_dim: int = 0,
     ):
         super().__init__()
-        self.source_dim = source_dim
         self.convs = MaskedConvStack(
-            n_mels + source_dim,
+            n_mels,
             postnet_channels,
             n_mels,
             postnet_layers,
@@ -38,14 +32,5 @@ class Postnet(nn.Module):
             last_activation=False,
         )
 
-    def forward(
-        self, mels: torch.Tensor, pad_mask: torch.Tensor, source: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        if self.source_dim:
-            if source is None or source.shape != (*mels.shape[:2], self.source_dim):
-                got = None if source is None else tuple(source.shape)
-                raise ValueError(
-                    f"this postnet needs source frames {(*mels.shape[:2], self.source_dim)}, got {got}"
-                )
-            mels = torch.cat([mels, source.to(mels.dtype)], dim=2)
+    def forward(self, mels: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
         return self.convs(mels, pad_mask)

@@ -8,7 +8,6 @@ import torch
 from torch import nn
 
 from vc.config import InferenceConfig, ModelConfig
-from vc.model.aligned_source import aligned_source
 from vc.model.attention import build_attention
 from vc.model.decoder import Decoder
 from vc.model.encoder import Encoder
@@ -65,12 +64,7 @@ class Seq2SeqVC(nn.Module):
             c.decoder_rnn_dim,
         )
         self.postnet = Postnet(
-            n_mels,
-            c.postnet_layers,
-            c.postnet_channels,
-            c.postnet_kernel,
-            c.postnet_dropout,
-            source_dim=n_mels if c.postnet_reads_source else 0,
+            n_mels, c.postnet_layers, c.postnet_channels, c.postnet_kernel, c.postnet_dropout
         )
 
     def encode(self, src, src_lens):
@@ -79,23 +73,14 @@ class Seq2SeqVC(nn.Module):
         keys = self.decoder.attention.prepare(memory)  # once per utterance, not per step
         return memory, keys, pad_mask, enc_lens
 
-    def _postnet(self, before, lens, src, src_lens, alignments, enc_lens):
-        source = None
-        if self.config.postnet_reads_source:
-            # Where the attention looks picks the frames; no gradient flows through that choice.
-            source = aligned_source(
-                src, src_lens, alignments.detach(), enc_lens, lens,
-                self.config.reduction_factor, self.config.encoder_reduction_factor,
-            )  # fmt: skip
-            source = source[:, : before.shape[1]]
-            source = torch.nn.functional.pad(source, (0, 0, 0, before.shape[1] - source.shape[1]))
-        return before + self.postnet(before, make_pad_mask(lens, before.shape[1]), source)
+    def _postnet(self, before, lens):
+        return before + self.postnet(before, make_pad_mask(lens, before.shape[1]))
 
     def forward(self, src, src_lens, tgt, tgt_lens) -> Seq2SeqOutput:
         """Teacher-forced forward pass for training."""
         memory, keys, pad_mask, enc_lens = self.encode(src, src_lens)
         out = self.decoder(memory, keys, pad_mask, tgt, tgt_lens)
-        after = self._postnet(out.frames, tgt_lens, src, src_lens, out.alignments, enc_lens)
+        after = self._postnet(out.frames, tgt_lens)
         return Seq2SeqOutput(out.frames, after, out.stop_logits, out.alignments, tgt_lens, enc_lens)
 
     @torch.no_grad()
@@ -116,7 +101,7 @@ class Seq2SeqVC(nn.Module):
             window,
             config.attention_sharpness,
         )
-        after = self._postnet(out.frames, out.lens, src, src_lens, out.alignments, enc_lens)
+        after = self._postnet(out.frames, out.lens)
         after = after * ~make_pad_mask(out.lens, after.shape[1]).unsqueeze(-1)
         return Seq2SeqOutput(out.frames, after, out.stop_logits, out.alignments, out.lens, enc_lens)
 
