@@ -71,7 +71,6 @@ class TrainOptions:
     channels: int = 256
     source: bool = True  # read the source at the output's timing too (False: the converted mels alone)
     adversarial: bool = True  # False: L1 alone at every step, no discriminator
-    conditional: bool = False  # the discriminator also reads the source at the output's timing
     valid_files: int = 10
     seed: int = 0
 
@@ -181,8 +180,7 @@ def _optimise(generator, items, options: TrainOptions, budget: float, rng, progr
     betas = (0.5, 0.9)  # the usual GAN setting: a short memory of the other player's moves
     g_opt = torch.optim.Adam(generator.parameters(), options.learning_rate, betas=betas)
     if options.adversarial:
-        condition_dim = generator.source_dim if options.conditional else 0
-        discriminator = MelDiscriminator(generator.hparams["n_mels"], condition_dim=condition_dim)
+        discriminator = MelDiscriminator(generator.hparams["n_mels"])
         d_opt = torch.optim.Adam(discriminator.parameters(), options.learning_rate, betas=betas)
     normalise = lambda mel: (mel - generator.in_mean) / generator.in_std  # noqa: E731
     generator.train()
@@ -195,9 +193,8 @@ def _optimise(generator, items, options: TrainOptions, budget: float, rng, progr
             l1 = (normalise(fake) - normalise(natural)).abs().mean()
             loss = options.l1_weight * l1
             if options.adversarial and step >= options.warmup_steps:
-                condition = source if options.conditional else None
-                real_score, real_features = discriminator(normalise(natural), condition)
-                fake_score, _ = discriminator(normalise(fake.detach()), condition)
+                real_score, real_features = discriminator(normalise(natural))
+                fake_score, _ = discriminator(normalise(fake.detach()))
                 d_loss = (real_score - 1).square().mean() + fake_score.square().mean()
                 d_opt.zero_grad(set_to_none=True)
                 d_loss.backward()
@@ -205,7 +202,7 @@ def _optimise(generator, items, options: TrainOptions, budget: float, rng, progr
                 # Feature matching reads the real features of the discriminator as it was
                 # before this step's update: one forward pass fewer, and a one-step-old
                 # target is what every later measurement of the post-filter was made with.
-                fake_score, fake_features = discriminator(normalise(fake), condition)
+                fake_score, fake_features = discriminator(normalise(fake))
                 matching = sum(
                     (f - r.detach()).abs().mean() for f, r in zip(fake_features, real_features, strict=True)
                 ) / len(fake_features)

@@ -113,12 +113,11 @@ class MelDiscriminator(nn.Module):
         returns: scores (B, ceil(T / 4)) and a list of (B, channels, T_k) features
     """
 
-    def __init__(self, n_mels: int, channels: int = 128, condition_dim: int = 0):
+    def __init__(self, n_mels: int, channels: int = 128):
         super().__init__()
-        self.condition_dim = condition_dim
         self.layers = nn.ModuleList(
             [
-                nn.Conv1d(n_mels + condition_dim, channels, 5, padding=2),
+                nn.Conv1d(n_mels, channels, 5, padding=2),
                 nn.Conv1d(channels, channels, 5, stride=2, padding=2),
                 nn.Conv1d(channels, channels, 5, stride=2, padding=2),
                 nn.Conv1d(channels, channels, 3, padding=1),
@@ -126,11 +125,7 @@ class MelDiscriminator(nn.Module):
         )
         self.out = nn.Conv1d(channels, 1, 3, padding=1)
 
-    def forward(
-        self, x: torch.Tensor, condition: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        if self.condition_dim:
-            x = torch.cat([x, condition.to(x.dtype)], dim=2)
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         h = x.transpose(1, 2)
         features = []
         for layer in self.layers:
