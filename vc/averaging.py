@@ -4,8 +4,9 @@ A 30-minute run's best.pt depends on the training seed more than on most
 settings. Over five runs (two seeds x two reduction factors, and the 90-minute
 `long` run) best.pt scored 58.0-66.7 % WER and the mean of the last three
 snapshots 60.4-62.9 %: about the same mean, a third of the spread
-(docs/ablation.md, "Averaging and the decode options in the recipe"). The snapshots are 100 steps apart, close enough in weight space
-that their mean is a model of its own; the recipe's stage 3 ends with it.
+(docs/ablation.md, "Averaging and the decode options in the recipe"). The
+snapshots are 100 steps apart, close enough in weight space that their mean
+is a model of its own; the recipe's stage 3 ends with it.
 
 The output is an inference file like `vc export`'s (weights, config,
 statistics, step; float32, no optimizer state): `vc convert` and Converter
