@@ -160,4 +160,4 @@ def test_report_says_which_steps_the_averaged_model_holds(tmp_path):
     html = build_report(exp, progress=False).read_text()
     assert "mean weights of steps 200, 300; the recipe converts with it" in html
     (exp / "checkpoints" / "averaged.pt").write_bytes(b"not a checkpoint")  # one bad file: a note, no crash
-    assert "averaged.pt</td><td class=\"text\">unreadable" in build_report(exp, progress=False).read_text()
+    assert 'averaged.pt</td><td class="text">unreadable' in build_report(exp, progress=False).read_text()

@@ -46,7 +46,10 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert (exp / "checkpoints" / "best.pt").is_file() and list((exp / "tensorboard").iterdir())
     # stages 4-8 use the mean of the last snapshots (ci.yaml saves steps 2 and 4)
     averaged = exp / "checkpoints" / "averaged.pt"
-    assert averaged.is_file() and "2 checkpoints, steps 2, 4" in (exp / "logs" / "stage3_average.log").read_text()
+    assert (
+        averaged.is_file()
+        and "2 checkpoints, steps 2, 4" in (exp / "logs" / "stage3_average.log").read_text()
+    )
     assert (exp / "alignments" / "arctic_b0340_evolution.png").is_file()
     converted = sorted(p.name for p in (exp / "converted" / "eval").glob("*.wav"))
     assert converted == ["arctic_b0440.wav", "arctic_b0441.wav", "arctic_b0442.wav"]

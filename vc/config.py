@@ -164,6 +164,10 @@ class TrainConfig:
     # had found the diagonal (measured: focus 1.0, diagonal 0.16 at step 300).
     attention_entropy_weight: float = 0.0
     attention_entropy_from: int = 500
+    # The spectral training loss: "l1+l2" (Tacotron 2's) or "l1" alone, whose optimum under an
+    # uncertain timing is a sharp transition rather than a ramp (vc/losses.py). The dev loss is
+    # always L1 + L2, so runs stay comparable.
+    spectral_loss: str = "l1+l2"
     eval_every: int = 200
     log_every: int = 10
     keep_checkpoints: int = 3
@@ -222,6 +226,7 @@ POSITIVE = {
 SOURCE_NORMALIZATIONS = ("speaker", "utterance")
 SOURCE_WARPS = ("auto", "none")
 SELECT_BY = ("loss", "free_running")
+SPECTRAL_LOSSES = ("l1+l2", "l1")
 ODD = ("encoder_conv_kernel", "postnet_kernel", "attention_location_kernel")
 
 
@@ -266,6 +271,11 @@ def _validate(config: Config) -> None:
     if config.train.select_by not in SELECT_BY:
         raise ConfigError(
             f"train.select_by must be one of {', '.join(SELECT_BY)}, got {config.train.select_by!r}"
+        )
+    if config.train.spectral_loss not in SPECTRAL_LOSSES:
+        raise ConfigError(
+            f"train.spectral_loss must be one of {', '.join(SPECTRAL_LOSSES)}, "
+            f"got {config.train.spectral_loss!r}"
         )
     augment = config.augment
     if not 0.0 <= augment.probability <= 1.0:

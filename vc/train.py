@@ -173,7 +173,12 @@ class Trainer:
         model.train()
         with torch.autocast(self.device.type, enabled=self.use_amp):
             losses = teacher_forced_losses(
-                model, batch, self.config, self.guided_attention_weight(), self.attention_entropy_weight()
+                model,
+                batch,
+                self.config,
+                self.guided_attention_weight(),
+                self.attention_entropy_weight(),
+                l2=t.spectral_loss == "l1+l2",
             )
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(losses.total).backward()
