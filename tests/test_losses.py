@@ -7,6 +7,8 @@ import math
 import pytest
 import torch
 
+import vc.monitor
+import vc.train
 from tests.test_model import batch, tiny_model
 from tests.test_train import tiny_training_config
 from vc.config import Config
@@ -81,9 +83,6 @@ def test_l1_alone_keeps_a_transition_of_uncertain_timing_sharp_where_l1_plus_l2_
 
 
 def test_training_passes_the_configured_spectral_loss_and_validation_keeps_l1_plus_l2(tmp_path, monkeypatch):
-    import vc.monitor
-    import vc.train
-
     seen = {"train": [], "valid": []}
 
     def recording(where):

@@ -165,8 +165,9 @@ class TrainConfig:
     attention_entropy_weight: float = 0.0
     attention_entropy_from: int = 500
     # The spectral training loss: "l1+l2" (Tacotron 2's) or "l1" alone, whose optimum under an
-    # uncertain timing is a sharp transition rather than a ramp (vc/losses.py). The dev loss is
-    # always L1 + L2, so runs stay comparable.
+    # uncertain timing is a sharp transition rather than a ramp (vc/losses.py). Measured on bdl -> slt,
+    # "l1" left the model's output as it was (docs/ablation.md, "L1 alone"). The dev loss is always
+    # L1 + L2, so runs stay comparable.
     spectral_loss: str = "l1+l2"
     eval_every: int = 200
     log_every: int = 10
