@@ -161,7 +161,8 @@ class TrainConfig:
     # step to read fewer encoder steps, against the ~5-frame blur of the output envelope that a
     # wide attention leaves (docs/ablation.md). Never part of the dev loss. It starts at step
     # attention_entropy_from: from step 0, 0.3 collapsed the attention onto one position before it
-    # had found the diagonal (measured: focus 1.0, diagonal 0.16 at step 300).
+    # had found the diagonal (measured: focus 1.0, diagonal 0.16 at step 300). From step 500 it
+    # narrowed the attention to 1.1 encoder steps and cost 8 WER points (docs/ablation.md): off.
     attention_entropy_weight: float = 0.0
     attention_entropy_from: int = 500
     # The spectral training loss: "l1+l2" (Tacotron 2's) or "l1" alone, whose optimum under an
