@@ -225,10 +225,13 @@ POSITIVE = {
     "data": ("batch_size", "num_fixed_utterances"),
     "train": ("max_steps", "eval_every", "log_every", "evolution_columns", "select_utterances"),
 }
-SOURCE_NORMALIZATIONS = ("speaker", "utterance")
-SOURCE_WARPS = ("auto", "none")
-SELECT_BY = ("loss", "free_running")
-SPECTRAL_LOSSES = ("l1+l2", "l1")
+# Text keys with a fixed set of values: (section, key) -> the values allowed.
+CHOICES = {
+    ("inference", "source_normalization"): ("speaker", "utterance"),
+    ("inference", "source_warp"): ("auto", "none"),
+    ("train", "select_by"): ("loss", "free_running"),
+    ("train", "spectral_loss"): ("l1+l2", "l1"),
+}
 ODD = ("encoder_conv_kernel", "postnet_kernel", "attention_location_kernel")
 
 
@@ -240,6 +243,10 @@ def _validate(config: Config) -> None:
                 raise ConfigError(
                     f"{section}.{key} must be positive, got {getattr(getattr(config, section), key)}"
                 )
+    for (section, key), allowed in CHOICES.items():
+        value = getattr(getattr(config, section), key)
+        if value not in allowed:
+            raise ConfigError(f"{section}.{key} must be one of {', '.join(allowed)}, got {value!r}")
     for key in ODD:
         if getattr(config.model, key) % 2 == 0:
             raise ConfigError(f"model.{key} must be odd (to keep lengths), got {getattr(config.model, key)}")
@@ -248,11 +255,6 @@ def _validate(config: Config) -> None:
     if not 0 < config.inference.max_ratio or config.inference.min_ratio > config.inference.max_ratio:
         raise ConfigError(
             "inference.min_ratio must not exceed inference.max_ratio, and max_ratio must be positive"
-        )
-    if config.inference.source_normalization not in SOURCE_NORMALIZATIONS:
-        raise ConfigError(
-            f"inference.source_normalization must be one of {', '.join(SOURCE_NORMALIZATIONS)}, "
-            f"got {config.inference.source_normalization!r}"
         )
     dropout = config.inference.prenet_dropout
     if dropout is not None and not 0.0 <= dropout < 1.0:
@@ -264,20 +266,6 @@ def _validate(config: Config) -> None:
     if not config.inference.attention_sharpness > 0:
         raise ConfigError(
             f"inference.attention_sharpness must be positive, got {config.inference.attention_sharpness}"
-        )
-    if config.inference.source_warp not in SOURCE_WARPS:
-        raise ConfigError(
-            f"inference.source_warp must be one of {', '.join(SOURCE_WARPS)}, "
-            f"got {config.inference.source_warp!r}"
-        )
-    if config.train.select_by not in SELECT_BY:
-        raise ConfigError(
-            f"train.select_by must be one of {', '.join(SELECT_BY)}, got {config.train.select_by!r}"
-        )
-    if config.train.spectral_loss not in SPECTRAL_LOSSES:
-        raise ConfigError(
-            f"train.spectral_loss must be one of {', '.join(SPECTRAL_LOSSES)}, "
-            f"got {config.train.spectral_loss!r}"
         )
     augment = config.augment
     if not 0.0 <= augment.probability <= 1.0:
