@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -284,3 +285,34 @@ def test_the_joint_density_gmm_learns_a_linear_voice_mapping():
     error = np.sqrt(np.mean((model.convert(unseen) - truth) ** 2))
     assert error < 0.05, error
     assert np.sqrt(np.mean((unseen - truth) ** 2)) > 10 * error
+
+
+def test_compare_scores_pools_error_rates_and_brackets_the_difference(tmp_path, capsys):
+    import compare_scores
+
+    rng = np.random.default_rng(0)
+    a, b = {}, {}
+    for k in range(40):
+        words = int(rng.integers(5, 12))
+        base = dict(words=words, chars=5 * words, mcd=6.0 + rng.normal(0, 0.3), sim_target=0.9)
+        a[f"u{k}"] = dict(base, word_edits=words // 2, char_edits=words)
+        b[f"u{k}"] = dict(base, word_edits=words // 2 - 1, char_edits=words, mcd=base["mcd"] + 0.1)
+    b["only_in_b"] = dict(words=10, chars=50, word_edits=10, char_edits=50, mcd=9.0, sim_target=0.1)
+    results = {r["metric"]: r for r in compare_scores.compare(a, b, resamples=500)}
+    shared_words = sum(row["words"] for row in a.values())
+    wer = results["WER [%]"]
+    assert wer["utterances"] == 40  # the utterance B alone has is left out
+    assert wer["diff"] == pytest.approx(-100 * 40 / shared_words)  # pooled over words, not a mean of rates
+    assert wer["low"] <= wer["diff"] <= wer["high"] < 0  # one word fewer on every file: outside the noise
+    assert results["MCD [dB]"]["diff"] == pytest.approx(0.1)
+    assert results["CER [%]"]["low"] == results["CER [%]"]["high"] == 0.0
+    assert "MOS ovrl" not in results  # neither scoring has it
+
+    path_a, path_b = tmp_path / "a.json", tmp_path / "b.json"
+    path_a.write_text(json.dumps({"rows": {"model": {"per_utterance": a}}}))
+    path_b.write_text(json.dumps({"rows": {"model": {"per_utterance": b}}}))
+    compare_scores.main([str(path_a), str(path_b), "--resamples", "200"])
+    out = capsys.readouterr().out
+    assert "over 40 shared utterances" in out and "WER [%]" in out
+    with pytest.raises(SystemExit, match="has no row 'ceiling'"):
+        compare_scores.main([str(path_a), str(path_b), "--row-b", "ceiling"])
