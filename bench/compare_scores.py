@@ -20,14 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-# (label, per-utterance key or (edits, total) pooled as `vc score` pools them, format)
-METRICS = (
-    ("WER [%]", ("word_edits", "words"), "{:+.1f}"),
-    ("CER [%]", ("char_edits", "chars"), "{:+.1f}"),
-    ("MCD [dB]", "mcd", "{:+.2f}"),
-    ("F0 RMSE [Hz]", "f0_rmse", "{:+.1f}"),
-    ("sim to tgt", "sim_target", "{:+.3f}"),
-    ("MOS ovrl", "mos_ovrl", "{:+.2f}"),
+from vc.scoring import TABLE_COLUMNS
+
+COMPARED = ("wer", "cer", "mcd", "f0_rmse", "sim_target", "mos_ovrl")  # `vc score`'s keys, in this order
+POOLED = {"wer": ("word_edits", "words"), "cer": ("char_edits", "chars")}  # as vc.scoring.summarize pools
+# (label, per-utterance key or (edits, total), signed format), with `vc score`'s table titles and precision
+METRICS = tuple(
+    (title, POOLED.get(key, key), fmt.replace("{:", "{:+"))
+    for key in COMPARED
+    for title, column, fmt in TABLE_COLUMNS
+    if column == key
 )
 
 
@@ -43,8 +45,9 @@ def metric(rows: list[dict], key, draws: np.ndarray) -> np.ndarray:
         return np.nanmean(values, axis=1)
 
 
-def compare(a: dict, b: dict, resamples: int = 2000, seed: int = 0) -> list[dict]:
-    """Per metric both have: B - A on all utterances and its 95 % paired bootstrap interval.
+def compare(a: dict, b: dict, resamples: int = 2000, seed: int = 0) -> tuple[int, list[dict]]:
+    """The number of utterances both have, and per metric both have: B - A on those utterances and
+    its 95 % paired bootstrap interval.
 
     a, b: per-utterance dicts (utterance id -> metrics), as in a scores.json row's per_utterance.
     """
@@ -62,10 +65,8 @@ def compare(a: dict, b: dict, resamples: int = 2000, seed: int = 0) -> list[dict
         diff = float((metric(rows_b, key, everything) - metric(rows_a, key, everything))[0])
         spread = metric(rows_b, key, draws) - metric(rows_a, key, draws)
         low, high = np.nanpercentile(spread, [2.5, 97.5])
-        out.append(
-            dict(metric=label, diff=diff, low=float(low), high=float(high), fmt=fmt, utterances=len(ids))
-        )
-    return out
+        out.append(dict(metric=label, diff=diff, low=float(low), high=float(high), fmt=fmt))
+    return len(ids), out
 
 
 def _per_utterance(path: Path, row: str) -> dict:
@@ -89,12 +90,10 @@ def main(argv: list[str] | None = None) -> None:
     a = _per_utterance(args.a, args.row)
     b = _per_utterance(args.b, args.row_b or args.row)
     try:
-        results = compare(a, b, args.resamples)
+        shared, results = compare(a, b, args.resamples)
     except ValueError as exc:
         sys.exit(f"compare_scores: {exc}")
-    print(
-        f"B - A over {results[0]['utterances'] if results else 0} shared utterances (95 % paired bootstrap):"
-    )
+    print(f"B - A over {shared} shared utterances (95 % paired bootstrap):")
     for r in results:
         fmt = r["fmt"]
         inside = r["low"] <= 0 <= r["high"]
