@@ -22,7 +22,7 @@ from vc.checkpoint import load_checkpoint, save_checkpoint, step_checkpoints
 from vc.cli import main
 from vc.config import Config, DataConfig, TrainConfig, dump_config
 from vc.errors import CheckpointError
-from vc.train import Trainer, train
+from vc.train import Trainer, learning_rate_factor, train
 
 
 def synthetic_pairs(folder: Path, count: int, seed: int = 0) -> list[str]:
@@ -328,3 +328,31 @@ def test_train_frees_only_a_process_group_it_created(tmp_path):
     finally:
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
+
+
+def test_linear_decay_falls_to_zero_at_the_end_of_the_budget():
+    assert learning_rate_factor(0, 2, "linear", progress=0.0) == pytest.approx(0.5)  # warmup
+    assert learning_rate_factor(10, 2, "linear", progress=0.25) == pytest.approx(0.75)
+    assert learning_rate_factor(10, 2, "linear", progress=1.0) == 0.0
+    assert learning_rate_factor(10, 2, "noam", progress=0.9) == pytest.approx((2 / 11) ** 0.5)
+
+
+def test_linear_decay_follows_the_steps_in_a_run(tmp_path):
+    config = tiny_training_config(tmp_path, decay="linear", learning_rate=0.01)
+    train(config, tmp_path / "exp", progress=False)
+    events = EventAccumulator(str(tmp_path / "exp" / "tensorboard"), size_guidance={"scalars": 0}).Reload()
+    lrs = {e.step: e.value for e in events.Scalars("train/opt/lr")}
+    # after the 2 warmup steps the rate falls by the same amount every step, toward 0 at step 6
+    after = [lrs[step] for step in range(2, 7)]
+    assert after == pytest.approx([0.01 * (1 - (step - 1) / 6) for step in range(2, 7)])
+
+
+def test_a_time_budget_sets_the_progress_and_ends_training(tmp_path):
+    config = tiny_training_config(tmp_path, max_minutes=1.0)
+    config.train = dataclasses.replace(config.train, max_steps=1000)
+    trainer = Trainer(config, tmp_path / "exp", progress=False)
+    trainer.started = time.monotonic() - 30
+    assert not trainer._should_stop() and trainer.progress == pytest.approx(0.5, abs=0.01)
+    trainer.started -= 31
+    assert trainer._should_stop() and trainer.progress == 1.0
+    trainer.close()

@@ -149,7 +149,9 @@ class TrainConfig:
     learning_rate: float = 1e-3
     weight_decay: float = 1e-6
     warmup_steps: int = 100
-    # Learning rate decays as 1/sqrt(step) after warmup (Noam-style).
+    # After warmup the learning rate decays as 1/sqrt(step) ("noam"), stays ("constant"), or falls
+    # linearly to zero at the end of the budget, max_steps or max_minutes, whichever comes first
+    # ("linear"; a time limit makes the schedule follow the clock: budgeted training, Li et al. 2020).
     decay: str = "noam"
     grad_clip: float = 1.0
     stop_pos_weight: float = 5.0
@@ -231,6 +233,7 @@ CHOICES = {
     ("inference", "source_warp"): ("auto", "none"),
     ("train", "select_by"): ("loss", "free_running"),
     ("train", "spectral_loss"): ("l1+l2", "l1"),
+    ("train", "decay"): ("noam", "constant", "linear"),
 }
 ODD = ("encoder_conv_kernel", "postnet_kernel", "attention_location_kernel")
 

@@ -46,13 +46,21 @@ from vc.voice_warp import VoiceCodebook
 log = logging.getLogger(__name__)
 
 
-def learning_rate_factor(step: int, warmup_steps: int, decay: str) -> float:
-    """Linear warmup, then 1/sqrt decay (Noam) or constant."""
+def learning_rate_factor(step: int, warmup_steps: int, decay: str, progress: float = 0.0) -> float:
+    """Linear warmup, then 1/sqrt decay (Noam), constant, or linear to zero at the end of the budget.
+
+    progress is the spent fraction of the budget (steps or minutes, whichever ends training
+    first); only "linear" reads it.
+    """
     step = step + 1
     warmup = max(1, warmup_steps)
     if step <= warmup:
         return step / warmup
-    return math.sqrt(warmup / step) if decay == "noam" else 1.0
+    if decay == "noam":
+        return math.sqrt(warmup / step)
+    if decay == "linear":
+        return max(0.0, 1.0 - progress)
+    return 1.0
 
 
 def setup_distributed() -> tuple[int, int, torch.device]:
@@ -89,11 +97,12 @@ class Trainer:
         )
         t = config.train
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: learning_rate_factor(step, t.warmup_steps, t.decay)
+            self.optimizer, lambda step: learning_rate_factor(step, t.warmup_steps, t.decay, self.progress)
         )
         self.use_amp = t.amp and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         self.step = 0
+        self.progress = 0.0  # spent fraction of the step or time budget, for decay "linear"
         self.best_score = math.inf  # lowest train.select_by score so far
         self.elapsed_before = 0.0
         if resume:
@@ -200,15 +209,17 @@ class Trainer:
         }
 
     def _should_stop(self) -> bool:
+        """Whether the step or time budget is spent; also updates self.progress."""
         t = self.config.train
-        stop = self.step >= t.max_steps or (
-            t.max_minutes > 0 and time.monotonic() - self.started >= 60 * t.max_minutes
-        )
-        if self.world_size > 1:  # every rank must leave the loop at the same step
-            flag = torch.tensor([float(stop)], device=self.device)
-            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-            stop = bool(flag.item())
-        return stop
+        progress = self.step / t.max_steps
+        if t.max_minutes > 0:
+            progress = max(progress, (time.monotonic() - self.started) / (60 * t.max_minutes))
+        if self.world_size > 1:  # every rank must leave the loop at the same step, at the same rate
+            shared = torch.tensor([progress], device=self.device)
+            dist.all_reduce(shared, op=dist.ReduceOp.MAX)
+            progress = shared.item()
+        self.progress = min(progress, 1.0)
+        return progress >= 1.0
 
     def fit(self) -> Path | None:
         """Train until train.max_steps or train.max_minutes; returns the best checkpoint's path."""
