@@ -215,7 +215,7 @@ class Trainer:
         if t.max_minutes > 0:
             progress = max(progress, (time.monotonic() - self.started) / (60 * t.max_minutes))
         if self.world_size > 1:  # every rank must leave the loop at the same step, at the same rate
-            shared = torch.tensor([progress], device=self.device)
+            shared = torch.tensor([progress], dtype=torch.float64, device=self.device)
             dist.all_reduce(shared, op=dist.ReduceOp.MAX)
             progress = shared.item()
         self.progress = min(progress, 1.0)
