@@ -352,7 +352,7 @@ def test_a_time_budget_sets_the_progress_and_ends_training(tmp_path):
     config.train = dataclasses.replace(config.train, max_steps=1000)
     trainer = Trainer(config, tmp_path / "exp", progress=False)
     trainer.started = time.monotonic() - 30
-    assert not trainer._should_stop() and trainer.progress == pytest.approx(0.5, abs=0.01)
+    assert not trainer._should_stop() and trainer.budget_spent == pytest.approx(0.5, abs=0.01)
     trainer.started -= 31
-    assert trainer._should_stop() and trainer.progress == 1.0
+    assert trainer._should_stop() and trainer.budget_spent == 1.0
     trainer.close()

@@ -96,13 +96,13 @@ class Trainer:
             self.model.parameters(), lr=config.train.learning_rate, weight_decay=config.train.weight_decay
         )
         t = config.train
+        self.budget_spent = 0.0  # fraction of the step or time budget, for decay "linear"
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: learning_rate_factor(step, t.warmup_steps, t.decay, self.progress)
+            self.optimizer, lambda step: learning_rate_factor(step, t.warmup_steps, t.decay, self.budget_spent)
         )
         self.use_amp = t.amp and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         self.step = 0
-        self.progress = 0.0  # spent fraction of the step or time budget, for decay "linear"
         self.best_score = math.inf  # lowest train.select_by score so far
         self.elapsed_before = 0.0
         if resume:
@@ -209,17 +209,17 @@ class Trainer:
         }
 
     def _should_stop(self) -> bool:
-        """Whether the step or time budget is spent; also updates self.progress."""
+        """Whether the step or time budget is spent; also updates self.budget_spent."""
         t = self.config.train
-        progress = self.step / t.max_steps
+        spent = self.step / t.max_steps
         if t.max_minutes > 0:
-            progress = max(progress, (time.monotonic() - self.started) / (60 * t.max_minutes))
+            spent = max(spent, (time.monotonic() - self.started) / (60 * t.max_minutes))
         if self.world_size > 1:  # every rank must leave the loop at the same step, at the same rate
-            shared = torch.tensor([progress], dtype=torch.float64, device=self.device)
+            shared = torch.tensor([spent], dtype=torch.float64, device=self.device)
             dist.all_reduce(shared, op=dist.ReduceOp.MAX)
-            progress = shared.item()
-        self.progress = min(progress, 1.0)
-        return progress >= 1.0
+            spent = shared.item()
+        self.budget_spent = min(spent, 1.0)
+        return spent >= 1.0
 
     def fit(self) -> Path | None:
         """Train until train.max_steps or train.max_minutes; returns the best checkpoint's path."""
