@@ -98,7 +98,8 @@ class Trainer:
         t = config.train
         self.budget_spent = 0.0  # fraction of the step or time budget, for decay "linear"
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: learning_rate_factor(step, t.warmup_steps, t.decay, self.budget_spent)
+            self.optimizer,
+            lambda step: learning_rate_factor(step, t.warmup_steps, t.decay, self.budget_spent),
         )
         self.use_amp = t.amp and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
