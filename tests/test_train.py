@@ -331,10 +331,10 @@ def test_train_frees_only_a_process_group_it_created(tmp_path):
 
 
 def test_linear_decay_falls_to_zero_at_the_end_of_the_budget():
-    assert learning_rate_factor(0, 2, "linear", progress=0.0) == pytest.approx(0.5)  # warmup
-    assert learning_rate_factor(10, 2, "linear", progress=0.25) == pytest.approx(0.75)
-    assert learning_rate_factor(10, 2, "linear", progress=1.0) == 0.0
-    assert learning_rate_factor(10, 2, "noam", progress=0.9) == pytest.approx((2 / 11) ** 0.5)
+    assert learning_rate_factor(0, 2, "linear", budget_spent=0.0) == pytest.approx(0.5)  # warmup
+    assert learning_rate_factor(10, 2, "linear", budget_spent=0.25) == pytest.approx(0.75)
+    assert learning_rate_factor(10, 2, "linear", budget_spent=1.0) == 0.0
+    assert learning_rate_factor(10, 2, "noam", budget_spent=0.9) == pytest.approx((2 / 11) ** 0.5)
 
 
 def test_linear_decay_follows_the_steps_in_a_run(tmp_path):
@@ -347,7 +347,7 @@ def test_linear_decay_follows_the_steps_in_a_run(tmp_path):
     assert after == pytest.approx([0.01 * (1 - (step - 1) / 6) for step in range(2, 7)])
 
 
-def test_a_time_budget_sets_the_progress_and_ends_training(tmp_path):
+def test_a_time_budget_sets_the_spent_fraction_and_ends_training(tmp_path):
     config = tiny_training_config(tmp_path, max_minutes=1.0)
     config.train = dataclasses.replace(config.train, max_steps=1000)
     trainer = Trainer(config, tmp_path / "exp", progress=False)

@@ -46,10 +46,10 @@ from vc.voice_warp import VoiceCodebook
 log = logging.getLogger(__name__)
 
 
-def learning_rate_factor(step: int, warmup_steps: int, decay: str, progress: float = 0.0) -> float:
+def learning_rate_factor(step: int, warmup_steps: int, decay: str, budget_spent: float = 0.0) -> float:
     """Linear warmup, then 1/sqrt decay (Noam), constant, or linear to zero at the end of the budget.
 
-    progress is the spent fraction of the budget (steps or minutes, whichever ends training
+    budget_spent is the spent fraction of the budget (steps or minutes, whichever ends training
     first); only "linear" reads it.
     """
     step = step + 1
@@ -59,7 +59,7 @@ def learning_rate_factor(step: int, warmup_steps: int, decay: str, progress: flo
     if decay == "noam":
         return math.sqrt(warmup / step)
     if decay == "linear":
-        return max(0.0, 1.0 - progress)
+        return max(0.0, 1.0 - budget_spent)
     return 1.0
 
 
