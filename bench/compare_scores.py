@@ -1,6 +1,6 @@
 """Is a difference between two scorings larger than the eval set's own noise?
 
-    python bench/compare_scores.py A/scores.json B/scores.json [--row model] [--row-b ROW] [--resamples 2000]
+    python bench/compare_scores.py A/scores.json B/scores.json [--row ROW] [--row-b ROW] [--resamples 2000]
 
 Reads two `vc score --json` files of the same eval utterances and prints, per metric, B - A and
 a 95 % paired bootstrap interval over utterances: the utterances are drawn with replacement, the
@@ -69,9 +69,11 @@ def compare(a: dict, b: dict, resamples: int = 2000, seed: int = 0) -> tuple[int
     return len(ids), out
 
 
-def _per_utterance(path: Path, row: str) -> dict:
+def _per_utterance(path: Path, row: str | None) -> dict:
+    """The per-utterance scores of ``row``; None: the model's row (vc score --name), else "model"."""
     try:
         data = json.loads(path.read_text())
+        row = row or data.get("model_row") or "model"
         return data["rows"][row]["per_utterance"]
     except (OSError, ValueError) as exc:
         sys.exit(f"compare_scores: cannot read {path}: {exc}")
@@ -83,7 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", type=Path, help="scores.json of the reference run (A)")
     parser.add_argument("b", type=Path, help="scores.json of the run to compare (B)")
-    parser.add_argument("--row", default="model", help="row of A (and of B unless --row-b)")
+    parser.add_argument(
+        "--row", help="row of A (and of B unless --row-b); default: the model's row ('model' unless renamed)"
+    )
     parser.add_argument("--row-b", default=None, help="row of B, when it differs from A's")
     parser.add_argument("--resamples", type=int, default=2000)
     args = parser.parse_args(argv)

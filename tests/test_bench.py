@@ -242,51 +242,6 @@ def test_word_loss_writes_one_folder_per_probe(model_checkpoint, tmp_path):  # n
     assert "attention width" in result.stdout
 
 
-def test_mlpg_follows_the_deltas_where_they_are_certain():
-    """Statics of zero held loosely and deltas of +0.5 per frame held tightly give a rising ramp
-    of slope 0.5 (a flipped delta sign gives a falling one); a static-only problem returns its means."""
-    from gmm_baseline import mlpg
-
-    frames = 40
-    mean = np.zeros((frames, 2))
-    mean[:, 1] = 0.5
-    mean[[0, -1], 1] = 0.25  # a ramp's one-sided delta at the ends: half of 0.5 (y[1] - y[0])
-    variance = np.ones((frames, 2))
-    variance[:, 0], variance[:, 1] = 1e4, 1e-4
-    trajectory = mlpg(mean, variance)[:, 0]
-    np.testing.assert_allclose(np.diff(trajectory), 0.5, atol=0.02)
-    assert abs(trajectory.mean()) < 0.5  # the loose statics centre the ramp on zero
-
-    statics = np.random.default_rng(0).normal(size=(frames, 3))
-    loose_deltas = np.concatenate([statics, np.zeros_like(statics)], axis=1)
-    spread = np.concatenate([np.full_like(statics, 1e-4), np.full_like(statics, 1e4)], axis=1)
-    np.testing.assert_allclose(mlpg(loose_deltas, spread), statics, atol=1e-3)
-
-
-def test_the_joint_density_gmm_learns_a_linear_voice_mapping():
-    """Target = A source + b with little noise: the converted statics of unseen source frames
-    come within the noise of the truth, far closer than the source itself."""
-    from gmm_baseline import JointDensityGMM, with_deltas
-
-    rng = np.random.default_rng(1)
-    dims, frames = 3, 4000
-    gain, bias = rng.normal(size=(dims, dims)), rng.normal(size=dims)
-
-    def smooth_walk(n):
-        return np.cumsum(rng.normal(scale=0.1, size=(n, dims)), axis=0)
-
-    source = smooth_walk(frames)
-    target = source @ gain.T + bias + rng.normal(scale=0.01, size=(frames, dims))
-    model = JointDensityGMM(mixtures=2).fit(
-        np.concatenate([with_deltas(source), with_deltas(target)], axis=1)
-    )
-    unseen = smooth_walk(200)
-    truth = unseen @ gain.T + bias
-    error = np.sqrt(np.mean((model.convert(unseen) - truth) ** 2))
-    assert error < 0.05, error
-    assert np.sqrt(np.mean((unseen - truth) ** 2)) > 10 * error
-
-
 def test_compare_scores_pools_error_rates_and_brackets_the_difference(tmp_path, capsys):
     import compare_scores
 
@@ -317,3 +272,8 @@ def test_compare_scores_pools_error_rates_and_brackets_the_difference(tmp_path, 
     assert "over 40 shared utterances" in out and "WER [%]" in out
     with pytest.raises(SystemExit, match="has no row 'ceiling'"):
         compare_scores.main([str(path_a), str(path_b), "--row-b", "ceiling"])
+    # vc score --name renamed B's model row and --system added a peer's: B's model row is still the default
+    renamed = {"attention model": {"per_utterance": b}, "GMM peer": {"per_utterance": a}}
+    path_b.write_text(json.dumps({"rows": renamed, "model_row": "attention model"}))
+    compare_scores.main([str(path_a), str(path_b), "--resamples", "200"])
+    assert "over 40 shared utterances" in capsys.readouterr().out

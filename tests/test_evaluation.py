@@ -283,3 +283,43 @@ def test_centroid_cache_embeds_the_training_files_once_and_gives_the_same_simila
     assert len(embedded) == 3
     cache.write_text("not json")
     assert similarity(speakers) == pytest.approx(first, abs=1e-6)  # a damaged cache is recomputed
+
+
+def test_score_cli_adds_a_row_for_each_system_and_names_the_model_row(tmp_path, capsys):
+    """vc score --name NAME --system PEER=DIR: the peer's row is scored like the converted folder
+    (same references, same metrics, same JSON layout), right after the model's."""
+    needs("pyworld", "pysptk")  # MCD
+    from vc.cli import main
+
+    utts = ["arctic_a0001", "arctic_a0002"]
+    converted = _copy_utts(tmp_path, "converted", "slt", utts)  # a perfect "conversion"
+    reference = _copy_utts(tmp_path, "reference", "slt", utts)
+    peer = _copy_utts(tmp_path, "peer", "bdl", utts)  # the source itself, as a poor peer
+    scores = tmp_path / "scores.json"
+    common = ["score", "--no-progress", "--workers", "1", "--no-ceiling", "--no-natural"]
+    folders = ["--converted", str(converted), "--reference", str(reference)]
+    code = main(
+        [*common, *folders, "--name", "attention model", "--system", f"GMM peer (MLPG+GV)={peer}"]
+        + ["--json", str(scores)]
+    )
+    assert code == 0
+    result = json.loads(scores.read_text())
+    assert list(result["rows"]) == ["attention model", "GMM peer (MLPG+GV)"]
+    assert result["model_row"] == "attention model"
+    model, gmm = result["rows"]["attention model"], result["rows"]["GMM peer (MLPG+GV)"]
+    assert set(model) == set(gmm) and set(model["per_utterance"]) == set(gmm["per_utterance"]) == set(utts)
+    assert model["mcd"] == pytest.approx(0.0, abs=1e-6) and gmm["mcd"] > 5.0
+    assert result["files"][utts[0]]["GMM peer (MLPG+GV)"] == str(peer / f"{utts[0]}.flac")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].startswith("attention model") and lines[3].startswith("GMM peer (MLPG+GV)")
+
+    for clash in ("attention model", "natural target"):
+        code = main([*common, *folders, "--name", "attention model", "--system", f"{clash}={peer}"])
+        assert code == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and repr(clash) in err
+    assert main([*common, *folders, "--system", f"peer={tmp_path / 'absent'}"]) == 1
+    assert "peer folder not found" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*common, *folders, "--system", "no folder given"])
+    assert "expected NAME=DIR" in capsys.readouterr().err

@@ -161,3 +161,24 @@ def test_report_says_which_steps_the_averaged_model_holds(tmp_path):
     assert "mean weights of steps 200, 300; the recipe converts with it" in html
     (exp / "checkpoints" / "averaged.pt").write_bytes(b"not a checkpoint")  # one bad file: a note, no crash
     assert 'averaged.pt</td><td class="text">unreadable' in build_report(exp, progress=False).read_text()
+
+
+def test_report_follows_a_renamed_model_row_and_shows_more_systems(tmp_path):
+    """vc score --name NAME --system PEER=DIR: scores.json's model_row names the model's row, and the
+    extra row gets its line in the table and its players."""
+    exp = make_experiment(tmp_path)
+    scores = json.loads((exp / "scores.json").read_text())
+    scores["rows"] = {("attention model" if k == "model" else k): row for k, row in scores["rows"].items()}
+    scores["rows"]["GMM peer"] = scores["rows"]["no conversion (source)"]
+    for paths in scores["files"].values():
+        paths["attention model"] = paths.pop("model")
+        paths["GMM peer"] = paths["no conversion (source)"]
+    scores["model_row"] = "attention model"
+    (exp / "scores.json").write_text(json.dumps(scores))
+    html = build_report(exp, progress=False).read_text()
+    for name in ("attention model", "GMM peer"):
+        assert f"<td>{name}</td>" in html
+    assert len(re.findall(r"<audio ", html)) == 4 * 3 + 2 and "audio/GMM_peer/arctic_b0001.wav" in html
+    order = re.findall(r'<section class="utt" id="([^"]+)"', html)
+    assert order == ["arctic_b0002", "arctic_b0003", "arctic_b0001"]  # worst first by the model row's WER
+    assert 'data-k_wer="55.0"' in html  # the model row's, not the peer's (1.5 times as many)

@@ -137,6 +137,8 @@ def cmd_score(args) -> None:
         ceiling=not args.no_ceiling,
         ceiling_dir=args.ceiling_dir,
         natural=not args.no_natural,
+        name=args.name,
+        extra_systems=args.systems,
         centroid_cache=args.centroid_cache,
         workers=args.workers,
         progress=not args.no_progress,
@@ -149,6 +151,25 @@ def cmd_score(args) -> None:
     if args.json:
         result["columns"] = [list(column) for column in TABLE_COLUMNS]
         atomic_write_text(Path(args.json), json.dumps(json_ready(result), indent=1) + "\n")
+
+
+def cmd_gmm_peer(args) -> None:
+    from vc.evaluation.gmm_peer import run_gmm_peer
+
+    summary = run_gmm_peer(
+        args.train_list,
+        args.eval_list,
+        args.out_dir,
+        pairs=args.pairs,
+        mixtures=args.mixtures,
+        sample_rate=args.sample_rate,
+        gv_weight=args.gv_weight,
+        progress=not args.no_progress,
+    )
+    print(
+        f"GMM peer: {summary['files']} conversions in {args.out_dir} ({summary['pairs']} training pairs, "
+        f"{args.mixtures} mixtures; {summary['train_minutes']:.1f} min training, {summary['minutes']:.1f} min in all)"
+    )
 
 
 def cmd_vocoder_train(args) -> None:
@@ -250,6 +271,13 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+def _name_and_folder(text: str) -> tuple[str, str]:
+    name, sep, folder = text.partition("=")
+    if not sep or not name.strip() or not folder:
+        raise argparse.ArgumentTypeError(f"expected NAME=DIR, got {text!r}")
+    return name, folder
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vc", description="Attention-based parallel voice conversion.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -342,6 +370,17 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--no-ceiling", action="store_true", help="skip the Griffin-Lim ceiling row")
     score.add_argument("--ceiling-dir", help="keep the ceiling's resynthesised files in this folder")
     score.add_argument("--no-natural", action="store_true", help="skip the natural target row")
+    score.add_argument("--name", default="model", help="the converted folder's row name (default model)")
+    score.add_argument(
+        "--system",
+        dest="systems",
+        type=_name_and_folder,
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="one more row, NAME, scored from DIR's files like --converted (repeatable), "
+        'e.g. "GMM peer=EXP/converted/gmm"',
+    )
     score.add_argument(
         "--centroid-cache",
         metavar="FILE",
@@ -355,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_vocoder_train(commands)
     _add_postfilter_train(commands)
+    _add_gmm_peer(commands)
     export = commands.add_parser(
         "export",
         help="write an inference-only model file (fp16 weights, config, statistics, vocoder network, post-filter)",
@@ -465,6 +505,43 @@ def _add_postfilter_train(commands) -> None:
     )
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=cmd_postfilter_train)
+
+
+def _add_gmm_peer(commands) -> None:
+    sub = commands.add_parser(
+        "gmm-peer",
+        help="the classical peer: train a joint-density GMM (MLPG, GV post-filter, WORLD) and convert",
+        description=(
+            "Train the joint-density GMM voice conversion of Toda et al. (2007) as sprocket runs it\n"
+            "(MLPG, global-variance post-filter, WORLD) on the first training pairs, and convert the\n"
+            "eval list's sources to OUT_DIR/<utt id>.wav. Score them beside the model with\n"
+            "vc score --system NAME=OUT_DIR.\n\n"
+            "example:\n"
+            "  vc gmm-peer --train-list data/bdl_slt/train.tsv --eval-list data/bdl_slt/eval.tsv \\\n"
+            "      --out-dir EXP/converted/gmm"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub.add_argument("--train-list", required=True, help="pair list (id, source, target) to train on")
+    sub.add_argument("--eval-list", required=True, help="pair list whose sources are converted")
+    sub.add_argument("--out-dir", required=True, help="folder for the converted <utt id>.wav files")
+    sub.add_argument(
+        "--pairs",
+        type=_positive_int,
+        default=120,
+        help="training pairs, from the top of the list (default 120)",
+    )
+    sub.add_argument("--mixtures", type=_positive_int, default=16, help="GMM mixtures (default 16)")
+    sub.add_argument(
+        "--gv-weight",
+        type=float,
+        default=1.0,
+        help="global-variance post-filter weight in [0, 1]: 1 gives the target's variance, 0 turns it off "
+        "(default 1.0)",
+    )
+    sub.add_argument("--sample-rate", type=_positive_int, default=16000, help="analysis rate (default 16000)")
+    sub.add_argument("--no-progress", action="store_true")
+    sub.set_defaults(func=cmd_gmm_peer)
 
 
 def main(argv: list[str] | None = None) -> int:

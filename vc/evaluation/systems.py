@@ -1,6 +1,8 @@
 """The rows `vc score` prints, and where each row's files come from.
 
-model                   the converted folder;
+model                   the converted folder (vc score --name renames the row);
+more systems            each --system NAME=DIR folder, scored as the converted one
+                        (e.g. the classical peer of vc gmm-peer, another model);
 no conversion (source)  the source speaker's recordings (the floor);
 Griffin-Lim ceiling     the target's recordings through the log-mel + vocoder
                         path `vc convert` uses (the best this vocoder allows);
@@ -15,6 +17,7 @@ import contextlib
 import logging
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from vc.config import Config, load_config
@@ -65,11 +68,18 @@ def score_against_references(
     ceiling: bool = True,
     ceiling_dir: str | Path | None = None,
     natural: bool = True,
+    name: str = MODEL,
+    extra_systems: Iterable[tuple[str, str | Path]] = (),
     centroid_cache: str | Path | None = None,
     workers: int = 2,
     progress: bool = True,
 ) -> dict:
-    """Score the model beside the floor, the ceilings and the natural target (see score_systems)."""
+    """Score the model beside the floor, the ceilings and the natural target (see score_systems).
+
+    ``name`` is the model row's name. ``extra_systems``, (row name, folder) pairs, are more rows
+    (a classical peer, another model) scored exactly as ``converted``, listed right after it.
+    The result's "model_row" says which row is the model (the listening report reads it).
+    """
     config = load_config(config_path) if config_path else Config()
     text = text or find_transcripts(reference)
     transcripts = read_transcripts(text) if text else None
@@ -78,7 +88,11 @@ def score_against_references(
     utts = sorted(_audio_files(Path(converted), "converted"))
     if not utts:
         raise DataError(f"no .wav or .flac files in {converted}")
-    systems = [System(MODEL, Path(converted))]
+    systems = [System(name, Path(converted))]
+    systems += [System(row, Path(folder)) for row, folder in extra_systems]
+    _check_row_names([system.name for system in systems])
+    for system in systems[1:]:  # a wrong folder fails now, not after the ceiling's resynthesis
+        _audio_files(system.folder, system.name)
     if source:
         systems.append(System(SOURCE, Path(source)))
     with contextlib.ExitStack() as stack:
@@ -104,7 +118,19 @@ def score_against_references(
             centroid_cache=Path(centroid_cache) if centroid_cache else None,
         )
     result["config"] = str(config_path) if config_path else None
+    result["model_row"] = name
     return result
+
+
+def _check_row_names(names: list[str]) -> None:
+    """The model's and the extra systems' row names: unique, and none of the rows vc score adds."""
+    for index, name in enumerate(names):
+        if not name.strip():
+            raise DataError("a row name is empty")
+        if name in names[:index]:
+            raise DataError(f"two rows named {name!r}: give each system its own name")
+        if name in (SOURCE, NATURAL) or name.startswith(CEILING):
+            raise DataError(f"{name!r} is the name of a row vc score adds itself: choose another")
 
 
 def json_ready(value):

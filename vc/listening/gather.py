@@ -81,10 +81,11 @@ class Utterance:
     scores: dict[str, dict] = field(default_factory=dict)  # row name -> this utterance's metrics
     transcript: str | None = None
     alignment_png: Path | None = None
+    model_row: str = MODEL_ROW  # scores.json's "model_row" (vc score --name), else "model"
 
     @property
     def model_scores(self) -> dict:
-        return self.scores.get(MODEL_ROW, {})
+        return self.scores.get(self.model_row, {})
 
 
 @dataclass
@@ -224,14 +225,16 @@ def _collect_utterances(exp: Experiment, scores: dict) -> None:
     pairs = _eval_pairs(exp)
     transcripts = scores.get("transcripts") or {}
     rows = scores.get("rows") or {}
+    model_row = str(scores.get("model_row") or MODEL_ROW)
     for utt_id in ids:
-        utt = Utterance(utt_id, transcript=transcripts.get(utt_id))
+        utt = Utterance(utt_id, transcript=transcripts.get(utt_id), model_row=model_row)
         given = listed.get(utt_id) or {}
         candidates = {role: [given.get(key) for key in keys] for role, keys in ROLE_KEYS.items()}
+        candidates["converted"].insert(0, given.get(model_row))
         candidates["source"].append(pairs.get(utt_id, (None, None))[0])
         candidates["converted"].append(converted_dir / f"{utt_id}.wav")
         candidates["target"].append(pairs.get(utt_id, (None, None))[1])
-        known = {key for keys in ROLE_KEYS.values() for key in keys}
+        known = {model_row, *(key for keys in ROLE_KEYS.values() for key in keys)}
         candidates.update({name: [path] for name, path in given.items() if name not in known})  # more systems
         for role, paths in candidates.items():
             found = next((p for p in map(lambda p: _resolve(exp.folder, p), paths) if p), None)
