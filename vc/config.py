@@ -41,6 +41,10 @@ class AudioConfig:
 
 @dataclass
 class ModelConfig:
+    # "attention": the Tacotron-style attention model (vc/model/seq2seq.py), which aligns source and
+    # target and converts on its own; "nonautoregressive": the converter timed by durations that the
+    # attention model's alignments teach (vc/model/nonautoregressive.py; needs data.durations).
+    kind: str = "attention"
     # The number of mel bands comes from audio.n_mels.
     # Encoder: frame stacking, prenet, convolutions, bidirectional LSTM.
     encoder_reduction_factor: int = 2
@@ -61,6 +65,15 @@ class ModelConfig:
     decoder_prenet_dropout: float = 0.5  # stays on at inference (Tacotron 2)
     attention_rnn_dim: int = 256
     decoder_rnn_dim: int = 256
+    # Non-autoregressive converter only: residual conv blocks over the output frames, and the duration
+    # predictor's conv blocks over the encoder steps (FastSpeech, Ren et al. 2019).
+    parallel_decoder_layers: int = 6
+    parallel_decoder_channels: int = 256
+    parallel_decoder_kernel: int = 5
+    parallel_decoder_dropout: float = 0.1
+    duration_predictor_layers: int = 2
+    duration_predictor_channels: int = 256
+    duration_predictor_kernel: int = 3
     # Postnet (Tacotron 2): residual conv stack on the predicted mels.
     postnet_layers: int = 5
     postnet_channels: int = 256
@@ -99,6 +112,8 @@ class InferenceConfig:
     # frames, which costs the recognizer most of the lost words (docs/ablation.md, "Where the words
     # go"). 1 keeps the trained softmax.
     attention_sharpness: float = 1.0
+    # Non-autoregressive converter only: predicted durations are divided by this (> 1 speaks faster).
+    speed: float = 1.0
 
 
 @dataclass
@@ -116,6 +131,9 @@ class DataConfig:
     train_list: str = ""
     dev_list: str = ""
     cache_dir: str = ""  # defaults to EXP/features
+    # Non-autoregressive converter only: the durations file `vc durations` wrote from the attention
+    # model's alignments (every train and dev utterance).
+    durations: str = ""
     batch_size: int = 32
     num_workers: int = 0
     # Fixed dev utterances whose alignments are logged (first N of the dev list).
@@ -155,6 +173,8 @@ class TrainConfig:
     decay: str = "noam"
     grad_clip: float = 1.0
     stop_pos_weight: float = 5.0
+    # Non-autoregressive converter only: weight of the duration predictor's loss on log(d + 1).
+    duration_loss_weight: float = 1.0
     guided_attention_sigma: float = 0.4
     guided_attention_weight: float = 1.0
     # The guided attention weight is multiplied by this every 1000 steps.
@@ -222,6 +242,9 @@ POSITIVE = {
         "attention_rnn_dim",
         "decoder_rnn_dim",
         "encoder_hidden_dim",
+        "parallel_decoder_layers",
+        "parallel_decoder_channels",
+        "duration_predictor_channels",
     ),
     "vocoder": ("griffin_lim_iters",),
     "data": ("batch_size", "num_fixed_utterances"),
@@ -229,13 +252,20 @@ POSITIVE = {
 }
 # Text keys with a fixed set of values: (section, key) -> the values allowed.
 CHOICES = {
+    ("model", "kind"): ("attention", "nonautoregressive"),
     ("inference", "source_normalization"): ("speaker", "utterance"),
     ("inference", "source_warp"): ("auto", "none"),
     ("train", "select_by"): ("loss", "free_running"),
     ("train", "spectral_loss"): ("l1+l2", "l1"),
     ("train", "decay"): ("noam", "constant", "linear"),
 }
-ODD = ("encoder_conv_kernel", "postnet_kernel", "attention_location_kernel")
+ODD = (
+    "encoder_conv_kernel",
+    "postnet_kernel",
+    "attention_location_kernel",
+    "parallel_decoder_kernel",
+    "duration_predictor_kernel",
+)
 
 
 def _validate(config: Config) -> None:
@@ -266,6 +296,10 @@ def _validate(config: Config) -> None:
         raise ConfigError(
             f"train.attention_entropy_weight must not be negative, got {config.train.attention_entropy_weight}"
         )
+    if not config.inference.speed > 0:
+        raise ConfigError(f"inference.speed must be positive, got {config.inference.speed}")
+    if config.model.kind == "nonautoregressive" and config.train.select_by != "loss":
+        raise ConfigError("train.select_by free_running needs model.kind attention")
     if not config.inference.attention_sharpness > 0:
         raise ConfigError(
             f"inference.attention_sharpness must be positive, got {config.inference.attention_sharpness}"

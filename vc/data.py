@@ -143,14 +143,25 @@ def speaker_stats(
 
 
 class ParallelDataset(torch.utils.data.Dataset):
-    """Normalised (utt_id, source, target) float tensors, in a fixed (sorted id) order."""
+    """Normalised (utt_id, source, target[, durations]) tensors, in a fixed (sorted id) order.
 
-    def __init__(self, features: Features, src_stats: FeatureStats, tgt_stats: FeatureStats):
+    ``durations``: utt_id -> (N,) target frames per encoder step (vc.durations), for the
+    non-autoregressive converter; every item then carries its row.
+    """
+
+    def __init__(
+        self,
+        features: Features,
+        src_stats: FeatureStats,
+        tgt_stats: FeatureStats,
+        durations: dict[str, torch.Tensor] | None = None,
+    ):
         self.ids = sorted(features)
         self.items = [
             (
                 torch.from_numpy(src_stats.normalize(features[i][0])),
                 torch.from_numpy(tgt_stats.normalize(features[i][1])),
+                *((durations[i].long(),) if durations is not None else ()),
             )
             for i in self.ids
         ]
@@ -162,7 +173,7 @@ class ParallelDataset(torch.utils.data.Dataset):
         return self.ids[index], *self.items[index]
 
     def lengths(self) -> list[int]:
-        return [max(len(src), len(tgt)) for src, tgt in self.items]
+        return [max(len(item[0]), len(item[1])) for item in self.items]
 
 
 @dataclass
@@ -172,6 +183,7 @@ class Batch:
     src_lens: torch.Tensor  # (B,)
     tgt: torch.Tensor  # (B, T_tgt, n_mels)
     tgt_lens: torch.Tensor  # (B,)
+    durations: torch.Tensor | None = None  # (B, N) frames per encoder step, 0 on padding
 
     def to(self, device) -> Batch:
         return Batch(
@@ -180,11 +192,12 @@ class Batch:
             self.src_lens.to(device),
             self.tgt.to(device),
             self.tgt_lens.to(device),
+            self.durations.to(device) if self.durations is not None else None,
         )
 
 
 def collate(items) -> Batch:
-    ids, sources, targets = zip(*items, strict=True)
+    ids, sources, targets, *durations = zip(*items, strict=True)
     pad = torch.nn.utils.rnn.pad_sequence
     return Batch(
         list(ids),
@@ -192,6 +205,7 @@ def collate(items) -> Batch:
         torch.tensor([len(s) for s in sources]),
         pad(targets, batch_first=True),
         torch.tensor([len(t) for t in targets]),
+        pad(durations[0], batch_first=True) if durations else None,
     )
 
 

@@ -1,4 +1,5 @@
-"""Training losses: masked spectral L1 + L2, stop-token BCE, guided attention, attention entropy."""
+"""Training losses: masked spectral L1 + L2, stop-token BCE, guided attention, attention entropy; the
+non-autoregressive converter's spectral and duration losses."""
 
 from __future__ import annotations
 
@@ -149,3 +150,31 @@ def teacher_forced_losses(
         entropy_weight,
         l2,
     )
+
+
+class StudentLosses(NamedTuple):
+    total: torch.Tensor
+    spectral: torch.Tensor  # L1 + L2 before and after the postnet
+    duration: torch.Tensor  # mean squared error of log(d + 1) over the true encoder steps
+
+
+def duration_loss(
+    log_durations: torch.Tensor, durations: torch.Tensor, enc_lens: torch.Tensor
+) -> torch.Tensor:
+    """MSE between predicted and extracted log(d + 1) (FastSpeech), over the true encoder steps."""
+    valid = (~make_pad_mask(enc_lens, durations.shape[1])).to(log_durations.dtype)
+    target = torch.log1p(durations.to(log_durations.dtype))
+    return ((log_durations - target).square() * valid).sum() / valid.sum()
+
+
+def student_losses(model, batch, config) -> StudentLosses:
+    """The non-autoregressive converter's forward at the extracted durations, and its losses.
+
+    Shapes: batch.durations (B, N) sum to batch.tgt_lens, so the output has the target's frames.
+    """
+    out = model(batch.src, batch.src_lens, batch.durations)
+    spectral = masked_spectral_loss(out.before, batch.tgt, batch.tgt_lens) + masked_spectral_loss(
+        out.after, batch.tgt, batch.tgt_lens
+    )
+    duration = duration_loss(out.log_durations, batch.durations, out.enc_lens)
+    return StudentLosses(spectral + config.train.duration_loss_weight * duration, spectral, duration)

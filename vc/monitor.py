@@ -24,10 +24,17 @@ from vc.checkpoint import private_rng
 from vc.config import Config
 from vc.data import ParallelDataset, batches_in_order, collate
 from vc.fileio import atomic_open
-from vc.losses import teacher_forced_losses
+from vc.losses import student_losses, teacher_forced_losses
 from vc.metrics import diagonal_ratio, focus_rate
 from vc.model import Seq2SeqVC, decoder_steps
-from vc.plotting import alignment_figure, evolution_figure, mel_figure, save_figure, stop_figure
+from vc.plotting import (
+    alignment_figure,
+    durations_figure,
+    evolution_figure,
+    mel_figure,
+    save_figure,
+    stop_figure,
+)
 from vc.selection import free_running_distance
 from vc.vocoder import GriffinLimVocoder
 
@@ -58,8 +65,12 @@ class Monitor:
         # A private RNG stream: evaluation neither perturbs training (exact resume)
         # nor changes between evaluations (prenet dropout stays on at inference).
         with private_rng(self.config.train.seed, self.device):
-            valid_loss = self._dev_loss(model, dev_set, step)
-            self._fixed_utterances(model, dev_set, step)
+            if self.config.model.kind == "nonautoregressive":
+                valid_loss = self._student_dev_loss(model, dev_set, step)
+                self._student_fixed_utterances(model, dev_set, step)
+            else:
+                valid_loss = self._dev_loss(model, dev_set, step)
+                self._fixed_utterances(model, dev_set, step)
         if self.config.train.select_by == "loss":
             score = valid_loss
         else:
@@ -88,6 +99,51 @@ class Monitor:
         valid_loss = (totals["spectral"] + totals["stop"]) / frames
         self.writer.add_scalar("valid/loss/total", valid_loss, step)
         return valid_loss
+
+    def _student_dev_loss(self, model, dev_set, step) -> float:
+        """The non-autoregressive converter's dev losses; spectral + duration ranks checkpoints."""
+        totals = {"spectral": 0.0, "duration": 0.0}
+        frames = 0
+        for batch in batches_in_order(dev_set, self.config.data.batch_size):
+            losses = student_losses(model, batch.to(self.device), self.config)
+            weight = int(batch.tgt_lens.sum())
+            frames += weight
+            for name in totals:
+                totals[name] += float(getattr(losses, name)) * weight
+        for name, value in totals.items():
+            self.writer.add_scalar(f"valid/loss/{name}", value / frames, step)
+        valid_loss = (totals["spectral"] + totals["duration"]) / frames
+        self.writer.add_scalar("valid/loss/total", valid_loss, step)
+        return valid_loss
+
+    def _student_fixed_utterances(self, model, dev_set, step) -> None:
+        """Per fixed dev utterance: extracted vs predicted durations, target vs converted mels, audio."""
+        count = min(self.config.data.num_fixed_utterances, len(dev_set))
+        batch = collate([dev_set[k] for k in range(count)]).to(self.device)
+        free = model.inference(batch.src, batch.src_lens, self.config.inference)
+        length_ratio = (free.lens.float() / batch.tgt_lens.float()).mean()
+        self.writer.add_scalar("valid/durations/length_ratio", float(length_ratio), step)
+        log.info("step %d: predicted length / target length %.2f", step, float(length_ratio))
+        waves, wave_lens = self.vocoder(self.tgt_stats.denormalize(free.after), free.lens)
+        for k, utt_id in enumerate(batch.utt_ids):
+            steps = int(free.enc_lens[k])
+            extracted = batch.durations[k, :steps].cpu().numpy()
+            predicted = free.durations[k, :steps].cpu().numpy()
+            self.writer.add_figure(
+                f"valid/durations/{utt_id}",
+                durations_figure(extracted, predicted, f"{utt_id} step {step}"),
+                step,
+            )
+            target = batch.tgt[k, : int(batch.tgt_lens[k])].cpu().numpy()
+            converted = free.after[k, : int(free.lens[k])].float().cpu().numpy()
+            self.writer.add_figure(f"valid/mel/{utt_id}", mel_figure(target, converted, utt_id), step)
+            wave = waves[k, : int(wave_lens[k])].float().cpu()
+            self.writer.add_audio(
+                f"valid/audio/{utt_id}",
+                wave.clamp(-1, 1)[None],
+                step,
+                sample_rate=self.config.audio.sample_rate,
+            )
 
     def _fixed_utterances(self, model, dev_set, step) -> None:
         count = min(self.config.data.num_fixed_utterances, len(dev_set))

@@ -64,6 +64,20 @@ def mel_figure(target: np.ndarray, predicted: np.ndarray, title: str = "") -> Fi
     return fig
 
 
+def durations_figure(extracted: np.ndarray, predicted: np.ndarray, title: str = "") -> Figure:
+    """Frames per encoder step: the durations taught by the attention model and the predicted ones."""
+    fig = Figure(figsize=(7, 2.5), dpi=100)
+    ax = fig.add_subplot()
+    ax.step(np.arange(len(extracted)), extracted, where="mid", label="from the attention model")
+    ax.step(np.arange(len(predicted)), predicted, where="mid", label="predicted", alpha=0.8)
+    ax.set_xlabel("encoder step")
+    ax.set_ylabel("frames")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
 def stop_figure(probabilities: np.ndarray, target_frames: int, threshold: float = 0.5) -> Figure:
     fig = Figure(figsize=(6, 2.5), dpi=100)
     ax = fig.add_subplot()

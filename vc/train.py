@@ -35,15 +35,18 @@ from vc.data import (
     require_lists,
     speaker_stats,
 )
-from vc.errors import CheckpointError
+from vc.durations import check_durations, load_durations
+from vc.errors import CheckpointError, DataError
 from vc.fileio import atomic_write_text
-from vc.losses import teacher_forced_losses
+from vc.losses import student_losses, teacher_forced_losses
 from vc.model import build_model
 from vc.monitor import Monitor
 from vc.progress import progress
 from vc.voice_warp import VoiceCodebook
 
 log = logging.getLogger(__name__)
+# The progress bar's losses: (label, loss name), those the model kind has.
+POSTFIX = (("loss", "total"), ("stop", "stop"), ("ga", "guided_attention"), ("dur", "duration"))
 
 
 def learning_rate_factor(step: int, warmup_steps: int, decay: str, budget_spent: float = 0.0) -> float:
@@ -127,12 +130,26 @@ class Trainer:
             dist.barrier()
         if not self.is_main:
             train, dev = self._features_and_stats(progress=False)
-        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats)
-        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats)
+        durations = self._durations(train, dev)
+        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, durations)
+        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, durations)
         augment = self.config.augment
         self.augment = (
             SourceAugment(augment, self.config.audio, self.src_stats) if augment.probability > 0 else None
         )
+
+    def _durations(self, train, dev) -> dict[str, torch.Tensor] | None:
+        """The non-autoregressive converter's durations (data.durations), checked against the features."""
+        if self.config.model.kind != "nonautoregressive":
+            return None
+        if not self.config.data.durations:
+            raise DataError(
+                "model.kind nonautoregressive needs data.durations (the file vc durations writes)"
+            )
+        factor = self.config.model.encoder_reduction_factor
+        durations = load_durations(self.config.data.durations, factor)
+        check_durations(durations, {**train, **dev}, factor)
+        return durations
 
     def _features_and_stats(self, progress: bool):
         audio, cache_dir = self.config.audio, feature_cache_dir(self.config, self.out_dir)
@@ -182,14 +199,17 @@ class Trainer:
         model = self.ddp or self.model
         model.train()
         with torch.autocast(self.device.type, enabled=self.use_amp):
-            losses = teacher_forced_losses(
-                model,
-                batch,
-                self.config,
-                self.guided_attention_weight(),
-                self.attention_entropy_weight(),
-                l2=t.spectral_loss == "l1+l2",
-            )
+            if self.config.model.kind == "nonautoregressive":
+                losses = student_losses(model, batch, self.config)
+            else:
+                losses = teacher_forced_losses(
+                    model,
+                    batch,
+                    self.config,
+                    self.guided_attention_weight(),
+                    self.attention_entropy_weight(),
+                    l2=t.spectral_loss == "l1+l2",
+                )
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(losses.total).backward()
         self.scaler.unscale_(self.optimizer)
@@ -198,16 +218,11 @@ class Trainer:
         self.scaler.update()
         self.scheduler.step()
         self.step += 1
-        return {
-            "loss/total": losses.total.item(),
-            "loss/spectral": losses.spectral.item(),
-            "loss/stop": losses.stop.item(),
-            "loss/guided_attention": losses.guided_attention.item(),
-            "loss/attention_entropy": losses.attention_entropy.item(),
-            "opt/grad_norm": float(grad_norm),
-            "opt/lr": self.scheduler.get_last_lr()[0],
-            "opt/guided_attention_weight": self.guided_attention_weight(),
-        }
+        stats = {f"loss/{name}": value.item() for name, value in losses._asdict().items()}
+        stats.update({"opt/grad_norm": float(grad_norm), "opt/lr": self.scheduler.get_last_lr()[0]})
+        if self.config.model.kind == "attention":
+            stats["opt/guided_attention_weight"] = self.guided_attention_weight()
+        return stats
 
     def _should_stop(self) -> bool:
         """Whether the step or time budget is spent; also updates self.budget_spent."""
@@ -248,12 +263,8 @@ class Trainer:
             now = time.monotonic()
             stats["time/seconds_per_step"], last = now - last, now
             bar.update(1)
-            bar.set_postfix(
-                loss=f"{stats['loss/total']:.3f}",
-                stop=f"{stats['loss/stop']:.3f}",
-                ga=f"{stats['loss/guided_attention']:.3f}",
-                s_step=f"{stats['time/seconds_per_step']:.2f}",
-            )
+            shown = {key: f"{stats['loss/' + name]:.3f}" for key, name in POSTFIX if "loss/" + name in stats}
+            bar.set_postfix(**shown, s_step=f"{stats['time/seconds_per_step']:.2f}")
             if self.is_main and (self.step % t.log_every == 0 or self.step == 1):
                 self.monitor.log_train(self.step, stats)
             if self.step % t.eval_every == 0:

@@ -1,5 +1,13 @@
-"""Tacotron-style attention model for voice conversion."""
+"""The networks: the Tacotron-style attention model and the non-autoregressive converter it times."""
 
+from vc.model.nonautoregressive import NonAutoregressiveOutput, NonAutoregressiveVC
 from vc.model.seq2seq import Seq2SeqOutput, Seq2SeqVC, build_model, decoder_steps
 
-__all__ = ["Seq2SeqOutput", "Seq2SeqVC", "build_model", "decoder_steps"]
+__all__ = [
+    "NonAutoregressiveOutput",
+    "NonAutoregressiveVC",
+    "Seq2SeqOutput",
+    "Seq2SeqVC",
+    "build_model",
+    "decoder_steps",
+]

@@ -1,0 +1,119 @@
+"""The attention model teaches the timing: train it, extract durations, train the student, convert."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from tests.test_train import tiny_training_config
+from vc import Converter
+from vc.checkpoint import load_checkpoint
+from vc.cli import main
+from vc.config import dump_config
+from vc.data import load_features
+from vc.durations import check_durations, load_durations
+from vc.errors import DataError
+
+
+@pytest.fixture(scope="module")
+def taught(tmp_path_factory):
+    """(folder, teacher config, student experiment): a tiny teacher, its durations, a tiny student."""
+    tmp = tmp_path_factory.mktemp("student")
+    config = tiny_training_config(tmp)
+    teacher = tmp / "teacher"
+    (tmp / "teacher.yaml").write_text(dump_config(config))
+    assert main(["train", "--config", str(tmp / "teacher.yaml"), "--out", str(teacher), "--no-progress"]) == 0
+    durations = tmp / "durations.pt"
+    args = ["durations", "--checkpoint", str(teacher / "checkpoints" / "best.pt"), "--no-progress"]
+    args += ["--features-dir", config.data.cache_dir, "--out", str(durations)]
+    assert main([*args, config.data.train_list, config.data.dev_list]) == 0
+    student_config = dataclasses.replace(
+        config,
+        model=dataclasses.replace(
+            config.model,
+            kind="nonautoregressive",
+            parallel_decoder_layers=2,
+            parallel_decoder_channels=8,
+            parallel_decoder_kernel=3,
+            duration_predictor_layers=1,
+            duration_predictor_channels=8,
+        ),
+        data=dataclasses.replace(config.data, durations=str(durations)),
+    )
+    (tmp / "student.yaml").write_text(dump_config(student_config))
+    student = tmp / "student"
+    assert main(["train", "--config", str(tmp / "student.yaml"), "--out", str(student), "--no-progress"]) == 0
+    return tmp, config, student
+
+
+def test_durations_cover_every_pair_and_sum_to_its_target(taught):
+    tmp, config, _ = taught
+    durations = load_durations(tmp / "durations.pt", config.model.encoder_reduction_factor)
+    features = {}
+    for path in (config.data.train_list, config.data.dev_list):
+        features.update(load_features(path, config.audio, config.data.cache_dir, progress=False))
+    assert set(durations) == set(features)
+    check_durations(durations, features, config.model.encoder_reduction_factor)  # raises on a mismatch
+    wrong = {**durations, "utt0": durations["utt0"] + 1}
+    with pytest.raises(DataError, match="utt0"):
+        check_durations(wrong, features, config.model.encoder_reduction_factor)
+    with pytest.raises(DataError, match="stacks 3"):
+        load_durations(tmp / "durations.pt", 3)
+
+
+def test_student_checkpoint_holds_its_kind_and_logs_durations(taught):
+    _, _, student = taught
+    payload = load_checkpoint(student / "checkpoints" / "best.pt")
+    assert payload["config"]["model"]["kind"] == "nonautoregressive"
+    events = EventAccumulator(
+        str(student / "tensorboard"), size_guidance={"images": 0, "scalars": 0}
+    ).Reload()
+    assert "train/loss/duration" in events.Tags()["scalars"]
+    assert "valid/loss/duration" in events.Tags()["scalars"]
+    for utt in ("utt4", "utt5"):
+        assert f"valid/durations/{utt}" in events.Tags()["images"]
+        assert f"valid/mel/{utt}" in events.Tags()["images"]
+
+
+def test_vc_convert_runs_the_student(taught, tmp_path, capsys):
+    tmp, _, student = taught
+    model = student / "checkpoints" / "best.pt"
+    out = tmp_path / "out.wav"
+    args = ["convert", "--checkpoint", str(model), str(tmp / "src0.wav"), str(out), "--no-progress"]
+    assert main([*args, "--save-alignment", str(tmp_path / "alignment.png")]) == 0
+    assert (tmp_path / "alignment.png").is_file()
+    wave, rate = sf.read(out)
+    assert rate == 16000 and len(wave) > 0
+    converter = Converter.from_checkpoint(model, device="cpu")
+    wave, _ = sf.read(tmp / "src0.wav", dtype="float32")
+    first, _ = converter.convert(wave, 16000)
+    again, _ = converter.convert(wave, 16000)
+    np.testing.assert_array_equal(first, again)
+    slow = Converter.from_checkpoint(model, device="cpu", overrides=["inference.speed=0.5"])
+    assert slow.config.inference.speed == 0.5  # what the speed does: test_nonautoregressive.py
+    result = converter.convert_file(tmp / "src0.wav")
+    assert result.alignment.shape[0] == result.mel.shape[0]  # one row per output frame
+    assert torch.all(torch.from_numpy(result.alignment).sum(dim=1) == 1)
+
+
+def test_student_without_durations_is_a_clear_error(taught, tmp_path, capsys):
+    tmp, _, _ = taught
+    text = (tmp / "student.yaml").read_text()
+    args = ["train", "--config", str(tmp / "student.yaml"), "--out", str(tmp_path / "x"), "--no-progress"]
+    assert main([*args, "data.durations="]) != 0
+    assert "data.durations" in capsys.readouterr().err
+    assert (tmp / "student.yaml").read_text() == text
+
+
+def test_mel2linear_learns_from_the_students_predictions(taught, tmp_path):
+    tmp, config, student = taught
+    out = tmp_path / "mel2linear.pt"
+    args = ["vocoder-train", config.data.train_list, "--checkpoint", str(student / "checkpoints" / "best.pt")]
+    args += ["--config", str(student / "config.yaml"), "--out", str(out), "--max-steps", "2", "--no-progress"]
+    assert main(args) == 0
+    assert out.is_file()
