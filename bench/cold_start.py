@@ -38,7 +38,16 @@ def measure_cold_start(setup: Setup) -> dict:
     repeats = max(3, setup.sizes.gl_repeats)
     with tempfile.TemporaryDirectory(prefix="vc-cold-") as work:
         sf.write(Path(work) / "in.wav", wave, sample_rate)
-        convert = [sys.executable, "-m", "vc.cli", "convert", "--no-progress", "in.wav", "out.wav"]
+        convert = [
+            sys.executable,
+            "-m",
+            "vc.cli",
+            "convert",
+            "--no-progress",
+            "--overwrite",
+            "in.wav",
+            "out.wav",
+        ]
         imports = [sys.executable, "-c", IMPORTS]
         _wall(convert, work)  # warm-up: file cache
         convert_s = [_wall(convert, work) for _ in range(repeats)]

@@ -104,3 +104,18 @@ def test_cli_writes_the_average_and_never_overwrites_an_input(tmp_path, capsys):
     assert load_checkpoint(out)["info"]["averaged_from"] == ["step0000200.pt", "step0000300.pt"]
     assert main(["average", str(tmp_path / "missing.pt"), str(out), "--out", str(tmp_path / "x.pt")]) == 1
     assert "checkpoint not found" in capsys.readouterr().err
+
+
+def test_cli_replaces_an_existing_average_only_when_asked(tmp_path, capsys):
+    paths = write_snapshots(tmp_path / "checkpoints")
+    out = tmp_path / "averaged.pt"
+    out.write_bytes(b"the user's file")
+    assert main(["average", str(paths[0].parent), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(out) in err and "already exists" in err and "--overwrite" in err
+    assert out.read_bytes() == b"the user's file"
+    assert main(["average", str(paths[0].parent), "--out", str(out), "--overwrite"]) == 0
+    assert load_checkpoint(out)["info"]["averaged_steps"] == [100, 200, 300]
+    # An input is never replaced, --overwrite or not.
+    assert main(["average", str(paths[0].parent), "--out", str(paths[0]), "--overwrite"]) == 1
+    assert "is one of the checkpoints to average" in capsys.readouterr().err

@@ -349,6 +349,62 @@ def test_strict_stops_at_the_first_unusable_input_and_writes_nothing(tmp_path, c
     assert not out.exists() or not list(out.iterdir())
 
 
+# ------------------------------------------ an existing output is replaced only when asked (issue 34)
+
+
+def test_an_existing_output_is_refused_before_any_work_unless_overwrite(tmp_path, checkpoint, capsys):
+    source, out = tmp_path / "in.wav", tmp_path / "out.wav"
+    sf.write(source, speech_like(), 16000)
+    out.write_bytes(b"the user's file")
+    # A missing checkpoint: the refusal comes before the model would load.
+    code, err = run(capsys, "--checkpoint", tmp_path / "missing.pt", source, out)
+    assert code == 1 and err.count("\n") == 1, err
+    assert str(out) in err and "already exists" in err and "--overwrite" in err
+    assert out.read_bytes() == b"the user's file"
+    code, err = run(capsys, "--checkpoint", checkpoint, "--overwrite", source, out)
+    assert code == 0, err
+    assert sf.info(out).frames > 0
+
+
+def test_two_existing_audio_files_say_what_to_do(tmp_path, checkpoint, capsys):
+    first, second = tmp_path / "a.wav", tmp_path / "b.wav"
+    sf.write(first, speech_like(), 16000)
+    sf.write(second, speech_like(seed=1), 16000)
+    before = second.read_bytes()
+    code, err = run(capsys, "--checkpoint", checkpoint, first, second)
+    assert code == 1 and err.count("\n") == 1, err
+    assert str(second) in err and "--out-dir" in err and "--overwrite" in err
+    assert second.read_bytes() == before
+
+
+def test_out_dir_refuses_every_existing_output_at_once(tmp_path, checkpoint, capsys):
+    folder, out = tmp_path / "inputs", tmp_path / "out"
+    folder.mkdir()
+    out.mkdir()
+    for name in ("a", "b", "c"):
+        sf.write(folder / f"{name}.wav", speech_like(0.5), 16000)
+    (out / "a.wav").write_bytes(b"keep a")
+    (out / "c_alignment.npy").write_bytes(b"keep c")
+    args = ["--out-dir", out, "--save-alignment", "npy", folder]
+    code, err = run(capsys, "--checkpoint", tmp_path / "missing.pt", *args)
+    assert code == 1 and err.count("\n") == 1, err
+    assert "a.wav" in err and "c_alignment.npy" in err and "--overwrite" in err
+    assert sorted(p.name for p in out.iterdir()) == ["a.wav", "c_alignment.npy"]
+    assert (out / "a.wav").read_bytes() == b"keep a"
+    code, err = run(capsys, "--checkpoint", checkpoint, "--overwrite", *args)
+    assert code == 0, err
+    assert len(list(out.iterdir())) == 6 and sf.info(out / "a.wav").frames > 0
+
+
+def test_overwrite_never_lets_an_output_replace_its_input(tmp_path, checkpoint, capsys):
+    source = tmp_path / "in.wav"
+    sf.write(source, speech_like(), 16000)
+    before = source.read_bytes()
+    code, err = run(capsys, "--checkpoint", checkpoint, "--overwrite", source, source)
+    assert code == 1 and "is the input" in err
+    assert source.read_bytes() == before
+
+
 # --------------------------------------------- library noise never reaches the user (issue 12)
 
 FULL_DISK = """

@@ -29,10 +29,10 @@ SR = 16000
 
 
 def needs(*modules: str) -> None:
-    """Skip where an eval package is absent, except under CI (`.ci/run` installs vc[eval])."""
+    """Skip where an eval package is absent, except under CI (`.ci/run` installs the eval extra)."""
     absent = optional.missing(*modules)
     if absent and os.environ.get("CI"):
-        pytest.fail(f"CI must install vc[eval]; missing {absent}")
+        pytest.fail(f"CI must install the eval extra; missing {absent}")
     if absent:
         pytest.skip(f"not installed: {absent}")
 
@@ -227,7 +227,7 @@ def test_missing_packages_leave_distances_and_say_how_to_install(tmp_path, monke
         progress=False,
     )
     assert len(result["missing"]) == 3
-    assert all("pip install 'vc[eval]'" in line for line in result["missing"])
+    assert all("pip install 'vc-tacotron[eval]'" in line for line in result["missing"])
     row = result["rows"]["model"]
     assert "mcd" in row and not {"wer", "sim_target", "mos_ovrl"} & set(row)
     assert "WER" not in format_table(result["rows"])

@@ -89,6 +89,18 @@ def test_export_without_a_network_and_in_float32(model_checkpoint, tmp_path, cap
     assert not (tmp_path / "x.pt").exists()
 
 
+def test_export_replaces_an_existing_file_only_when_asked(model_checkpoint, tmp_path, capsys):  # noqa: F811
+    path, _ = model_checkpoint
+    out = tmp_path / "model.pt"
+    out.write_bytes(b"the user's file")
+    assert main(["export", str(path), str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(out) in err and "already exists" in err and "--overwrite" in err
+    assert out.read_bytes() == b"the user's file"
+    assert main(["export", str(path), str(out), "--overwrite"]) == 0
+    assert load_checkpoint(out)["step"] == load_checkpoint(path)["step"]
+
+
 def test_the_registry_lists_a_default_model_that_is_installed():
     models = list_models()
     assert models[0].default and sum(m.default for m in models) == 1

@@ -116,6 +116,24 @@ def test_report_skips_unreadable_audio_and_stale_files(tmp_path, caplog):
     assert "cannot copy converted audio" in caplog.text
 
 
+def test_cli_report_replaces_a_report_or_its_folders_only_when_asked(tmp_path, capsys):
+    exp = make_experiment(tmp_path)
+    out = tmp_path / "r"
+    assert main(["report", str(exp), "--no-progress", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(exp), "--no-progress", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "index.html" in err and "--overwrite" in err
+    assert main(["report", str(exp), "--no-progress", "--out", str(out), "--overwrite"]) == 0
+    # A folder of the user's with an audio/ folder of its own: the report would have deleted it.
+    music = tmp_path / "music"
+    (music / "audio").mkdir(parents=True)
+    (music / "audio" / "song.wav").write_bytes(b"the user's file")
+    assert main(["report", str(exp), "--no-progress", "--out", str(music)]) == 1
+    assert str(music / "audio") in capsys.readouterr().err
+    assert (music / "audio" / "song.wav").read_bytes() == b"the user's file"
+
+
 def test_cli_report_and_curve(tmp_path, capsys):
     exp = make_experiment(tmp_path)
     assert main(["report", str(exp), "--no-progress", "--out", str(tmp_path / "r")]) == 0

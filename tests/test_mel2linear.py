@@ -227,6 +227,12 @@ def test_vocoder_train_fine_tunes_on_predicted_mels(model_checkpoint, tmp_path, 
     assert main([*argv, *common]) == 0
     assert "mel -> linear network" in capsys.readouterr().out
     assert torch.load(tuned, weights_only=True)["info"]["predicted_mels"] is True
+    assert main([*argv, *common]) == 1  # tuned.pt exists now
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(tuned) in err and "--overwrite" in err
+    assert main([*argv, *common, "--overwrite"]) == 0
+    capsys.readouterr()
     folder_argv = ["vocoder-train", str(tmp_path), "--out", str(tuned), "--checkpoint", str(path), *common]
+    folder_argv.append("--overwrite")
     assert main(folder_argv) == 1
     assert "needs pair lists" in capsys.readouterr().err

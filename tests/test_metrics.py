@@ -348,3 +348,22 @@ def test_score_cli_prints_the_model_beside_floor_and_ceiling(tmp_path, capsys):
     assert float(rows["no conversion (source)"][3]) > 5.0  # MCD column after the 3-word name
     assert 2.0 < float(rows["Griffin-Lim ceiling"][2]) < 6.0
     assert out.read_text() in capsys.readouterr().out
+
+
+def test_score_cli_replaces_its_out_and_json_files_only_when_asked(tmp_path, capsys):
+    from vc.cli import main
+
+    folder = tmp_path / "same"
+    folder.mkdir()
+    sf.write(folder / "a.wav", np.zeros(1600), 16000)
+    table, scores = tmp_path / "scores.txt", tmp_path / "scores.json"
+    table.write_text("the user's table")
+    scores.write_text("{}")
+    argv = ["score", "--no-progress", "--no-ceiling", "--no-natural", "--converted", str(folder)]
+    argv += ["--reference", str(tmp_path / "absent"), "--out", str(table), "--json", str(scores)]
+    assert main(argv) == 1  # refused before the (missing) reference folder is read
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(table) in err and str(scores) in err and "--overwrite" in err
+    assert table.read_text() == "the user's table" and scores.read_text() == "{}"
+    assert main([*argv, "--overwrite"]) == 1
+    assert "absent" in capsys.readouterr().err

@@ -195,6 +195,10 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     info = train_postfilter([pairs], path, out, options, progress=False)  # two adversarial steps
     assert info["steps"] == 3 and info["detail"] != info["detail_before"]
     assert read_postfilter_payload(out)["hparams"]["source_dim"] == N_MELS  # reads the source by default
+    assert main([*argv, "--max-steps", "2", "--valid-files", "1", "--no-source"]) == 1  # out exists
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(out) in err and "--overwrite" in err
+    argv.append("--overwrite")
     assert main([*argv, "--max-steps", "2", "--valid-files", "1", "--no-source"]) == 0
     assert read_postfilter_payload(out)["hparams"]["source_dim"] == 0
     assert read_postfilter_payload(out)["info"]["adversarial"] is True

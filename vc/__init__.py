@@ -1,6 +1,17 @@
 """vc: attention-based (Tacotron-style) parallel voice conversion."""
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+# The name on the package index (`pip install vc-tacotron`); `vc` there is an unrelated package.
+DIST_NAME = "vc-tacotron"
+# pyproject.toml's version, for a source tree used without installed metadata (tests check they agree).
+SOURCE_VERSION = "0.2.0"
+
+try:
+    # Recorded in every checkpoint (vc.checkpoint), so it must be the installed release's.
+    __version__ = version(DIST_NAME)
+except PackageNotFoundError:
+    __version__ = SOURCE_VERSION
 
 __all__ = ["Converter", "__version__"]
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from vc.checkpoint import INFERENCE_KEYS, load_checkpoint, save_checkpoint, step_checkpoints
 from vc.errors import CheckpointError
+from vc.fileio import refuse_overwrite
 
 
 def checkpoints_to_average(inputs: list[str | Path], last: int | None = None) -> list[Path]:
@@ -43,15 +44,17 @@ def checkpoints_to_average(inputs: list[str | Path], last: int | None = None) ->
     return paths
 
 
-def average_checkpoints(paths: list[str | Path], out: str | Path) -> dict:
+def average_checkpoints(paths: list[str | Path], out: str | Path, overwrite: bool = True) -> dict:
     """Write the mean of ``paths``' weights to ``out`` (atomically); returns a summary for one line.
 
     The checkpoints must come from one run: the same model config and feature
     statistics. Config, statistics and step are the newest (highest step) one's.
+    An existing ``out`` is replaced only with ``overwrite``; an input never is.
     """
     paths = [Path(p) for p in paths]
     if Path(out).resolve() in {p.resolve() for p in paths}:
         raise CheckpointError(f"{out} is one of the checkpoints to average; write the average elsewhere")
+    refuse_overwrite([out], overwrite)
     payloads = [load_checkpoint(p) for p in paths]
     newest = max(range(len(paths)), key=lambda k: payloads[k]["step"])
     reference, where = payloads[newest], paths[newest]

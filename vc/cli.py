@@ -7,6 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
+from vc import __version__
 from vc.errors import VcError
 from vc.quiet import library_noise_to_debug_log, warning_as_error_line
 
@@ -86,6 +87,7 @@ def cmd_convert(args) -> None:
     if alignments and alignments[0].suffix not in (".png", ".npy"):
         raise AudioError(f"--save-alignment must end in .png or .npy, got {alignments[0]}")
     check_outputs(inputs, outputs + (alignments or []))  # before the model loads: no work, no loss
+    _refuse_existing_outputs(args, inputs, outputs, alignments)
     vocoder_net = False if args.no_vocoder_net else args.vocoder_net  # None: the checkpoint's companion
     checkpoint = args.checkpoint
     if checkpoint is None:
@@ -119,13 +121,33 @@ def cmd_convert(args) -> None:
         raise AudioError(f"{len(failures)} of {len(inputs)} file(s) not converted:{listing}")
 
 
+def _refuse_existing_outputs(args, inputs: list[Path], outputs: list[Path], alignments) -> None:
+    """Existing outputs only with --overwrite; IN OUT with OUT an existing recording may mean two inputs."""
+    from vc.audio import AUDIO_FORMATS
+    from vc.errors import AudioError
+    from vc.fileio import refuse_overwrite
+
+    out = outputs[0]
+    if args.out_dir is None and out.is_dir():
+        raise AudioError(f"{out} is a folder; use --out-dir {out} to convert into it")
+    if args.out_dir is None and not args.overwrite and out.exists() and out.suffix.lower() in AUDIO_FORMATS:
+        raise AudioError(
+            f"{out} already exists: to convert both files give --out-dir DIR; "
+            f"to replace it with the conversion of {inputs[0]} add --overwrite"
+        )
+    refuse_overwrite(outputs + (alignments or []), args.overwrite)
+
+
 def cmd_score(args) -> None:
     import json
 
     from vc.evaluation.systems import json_ready, score_against_references
-    from vc.fileio import atomic_write_text
+    from vc.fileio import atomic_write_text, refuse_overwrite
+    from vc.metrics import require_analysis_libraries
     from vc.scoring import TABLE_COLUMNS, format_table
 
+    refuse_overwrite([path for path in (args.out, args.json) if path], args.overwrite)
+    require_analysis_libraries()  # MCD and F0: a missing pyworld fails now, not after the ceiling's work
     result = score_against_references(
         args.converted,
         args.reference,
@@ -176,8 +198,10 @@ def cmd_vocoder_train(args) -> None:
     import dataclasses
 
     from vc.config import load_config
+    from vc.fileio import refuse_overwrite
     from vc.mel2linear import TrainOptions, train_mel2linear
 
+    refuse_overwrite([args.out], args.overwrite)
     config = load_config(args.config)
     names = {f.name for f in dataclasses.fields(TrainOptions)}
     options = TrainOptions(**{k: v for k, v in vars(args).items() if k in names and v is not None})
@@ -199,8 +223,10 @@ def cmd_vocoder_train(args) -> None:
 def cmd_postfilter_train(args) -> None:
     import dataclasses
 
+    from vc.fileio import refuse_overwrite
     from vc.postfilter import TrainOptions, train_postfilter
 
+    refuse_overwrite([args.out], args.overwrite)
     names = {f.name for f in dataclasses.fields(TrainOptions)}
     options = TrainOptions(**{k: v for k, v in vars(args).items() if k in names and v is not None})
     info = train_postfilter(args.lists, args.checkpoint, args.out, options, progress=not args.no_progress)
@@ -212,7 +238,9 @@ def cmd_postfilter_train(args) -> None:
 
 def cmd_export(args) -> None:
     from vc.export import export_model
+    from vc.fileio import refuse_overwrite
 
+    refuse_overwrite([args.out], args.overwrite)
     vocoder_net = False if args.no_vocoder_net else args.vocoder_net
     postfilter = False if args.no_postfilter else args.postfilter
     summary = export_model(
@@ -230,7 +258,7 @@ def cmd_average(args) -> None:
     from vc.averaging import average_checkpoints, checkpoints_to_average
 
     paths = checkpoints_to_average(args.inputs, args.last)
-    summary = average_checkpoints(paths, args.out)
+    summary = average_checkpoints(paths, args.out, overwrite=args.overwrite)
     steps = ", ".join(str(step) for step in summary["steps"])
     print(
         f"averaged model: {args.out} ({summary['count']} checkpoints, steps {steps}; {summary['bytes'] / 1e6:.1f} MB)"
@@ -259,9 +287,13 @@ def cmd_curve(args) -> None:
 
 
 def cmd_report(args) -> None:
+    from vc.fileio import refuse_overwrite
     from vc.listening import build_report
 
-    index = build_report(args.exp, args.scores, args.out, args.audio_format, progress=not args.no_progress)
+    out = Path(args.out) if args.out else Path(args.exp) / "report"
+    # A report replaces OUT/index.html and deletes OUT/audio and OUT/img (stale utterances' files).
+    refuse_overwrite([out / "index.html", out / "audio", out / "img"], args.overwrite)
+    index = build_report(args.exp, args.scores, out, args.audio_format, progress=not args.no_progress)
     print(f"listening report: {index}")
 
 
@@ -278,10 +310,17 @@ def _name_and_folder(text: str) -> tuple[str, str]:
     return name, folder
 
 
+def _add_overwrite(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--overwrite", action="store_true", help=f"replace an existing {what} (default: refuse)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vc", description="Attention-based parallel voice conversion.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"vc {__version__}")
+    commands = parser.add_subparsers(dest="command")  # none: the help
 
     train = commands.add_parser("train", help="train a model (torchrun for several processes)")
     train.add_argument("--config", required=True, help="YAML config")
@@ -314,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="+", metavar="PATH", help="IN OUT, or inputs (files/folders) with --out-dir"
     )
     convert.add_argument("--out-dir", help="write DIR/<input name>.wav for every input")
+    _add_overwrite(convert, "output (OUT, a file in DIR, an alignment)")
     convert.add_argument(
         "--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)"
     )
@@ -388,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     score.add_argument("--out", help="also write the table to this file")
     score.add_argument("--json", help="write every score (per utterance too) to this JSON file")
+    _add_overwrite(score, "--out or --json file")
     score.add_argument("--workers", type=_positive_int, default=2, help="scoring processes (default 2)")
     score.add_argument("--no-progress", action="store_true")
     score.set_defaults(func=cmd_score)
@@ -401,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("checkpoint", help="a checkpoint written by vc train (e.g. EXP/checkpoints/best.pt)")
     export.add_argument("out", help="the model file to write")
+    _add_overwrite(export, "OUT")
     export.add_argument("--float32", action="store_true", help="keep float32 weights (default fp16)")
     export.add_argument(
         "--vocoder-net",
@@ -423,6 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", required=True, help="the model file to write (e.g. EXP/checkpoints/averaged.pt)"
     )
     average.add_argument("--last", type=_positive_int, help="only the newest N of them (default: all given)")
+    _add_overwrite(average, "--out file")
     average.set_defaults(func=cmd_average)
     models = commands.add_parser("models", help="list the models bundled with the package")
     models.set_defaults(func=cmd_models)
@@ -437,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("exp", help="experiment folder")
     report.add_argument("--scores", help="vc score --json file (default EXP/scores.json)")
     report.add_argument("--out", help="report folder (default EXP/report); open OUT/index.html")
+    _add_overwrite(report, "report in OUT (its index.html, audio/ and img/)")
     report.add_argument(
         "--audio-format", choices=("wav", "ogg"), default="wav", help="16-bit WAV (default) or Ogg Vorbis"
     )
@@ -457,6 +501,7 @@ def _add_vocoder_train(commands) -> None:
         help="pair lists (.tsv: the target column), audio files or folders",
     )
     sub.add_argument("--out", required=True, help="network file, e.g. EXP/checkpoints/mel2linear.pt")
+    _add_overwrite(sub, "--out file")
     sub.add_argument("--config", help="YAML config whose audio settings the conversion model uses")
     sub.add_argument("--architecture", choices=("resconv", "cbhg"), help="network body (default resconv)")
     sub.add_argument("--init", help="start from this network file (fine-tuning) instead of a linear fit")
@@ -485,6 +530,7 @@ def _add_postfilter_train(commands) -> None:
         "--checkpoint", required=True, help="the conversion checkpoint (EXP/checkpoints/best.pt)"
     )
     sub.add_argument("--out", required=True, help="post-filter file, e.g. EXP/checkpoints/postfilter.pt")
+    _add_overwrite(sub, "--out file")
     sub.add_argument("--max-minutes", dest="max_minutes", type=float, help="time limit (default 6)")
     sub.add_argument("--max-steps", dest="max_steps", type=_positive_int, help="step limit")
     sub.add_argument("--valid-files", dest="valid_files", type=int, help="pairs held out (default 10)")
@@ -547,6 +593,9 @@ def _add_gmm_peer(commands) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:  # plain `vc`: what there is to do
+        parser.print_help()
+        return 0
     if not logging.getLogger().handlers:
         _setup_logging(args.verbose)
     try:

@@ -19,3 +19,11 @@ class CheckpointError(VcError):
 
 class DataError(VcError):
     pass
+
+
+class OutputExistsError(VcError):
+    """An output would replace an existing file and --overwrite was not given."""
+
+
+class MissingPackageError(VcError):
+    """An optional package this step needs is not installed (the message says how to get it)."""

@@ -3,7 +3,8 @@
 Every output goes to a temp file in the target's folder, is flushed to disk,
 then renamed over the target, so a crash at any moment leaves the old file or
 the new one. The temp file gets the permissions a plain open() would have given
-(mkstemp's 0600 would otherwise survive the rename).
+(mkstemp's 0600 would otherwise survive the rename). The commands check first that
+they replace no existing output the user did not ask them to (``refuse_overwrite``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
+
+from vc.errors import OutputExistsError
+
+# How many existing outputs a refusal names before it counts the rest.
+NAMED_OUTPUTS = 3
 
 
 def _umask() -> int:
@@ -38,6 +44,25 @@ def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def refuse_overwrite(paths: Iterable[str | Path], overwrite: bool = False) -> None:
+    """Refuse, before any work, outputs that already exist, unless ``overwrite`` (the CLI's --overwrite).
+
+    A link counts even when it dangles (the rename would replace it). One line names
+    every existing output (the first few, then a count), so one retry fixes them all.
+    """
+    if overwrite:
+        return
+    existing = [str(path) for path in paths if os.path.lexists(path)]
+    if len(existing) == 1:
+        raise OutputExistsError(f"{existing[0]} already exists; add --overwrite to replace it")
+    if existing:
+        named = ", ".join(existing[:NAMED_OUTPUTS])
+        more = f" and {len(existing) - NAMED_OUTPUTS} more" if len(existing) > NAMED_OUTPUTS else ""
+        raise OutputExistsError(
+            f"{len(existing)} outputs already exist: {named}{more}; add --overwrite to replace them"
+        )
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -23,12 +23,7 @@ estimation of spectral parameter trajectory", IEEE TASLP 2007; Zhang et al.,
 from __future__ import annotations
 
 import functools
-import importlib.metadata
-import importlib.resources
-import importlib.util
 import math
-import sys
-import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +33,8 @@ from scipy.spatial.distance import cdist
 
 from vc.audio import prepare_wave
 from vc.config import AudioConfig
-from vc.errors import DataError
+from vc.errors import DataError, MissingPackageError
+from vc.evaluation.optional import INSTALL_HINT, missing, pkg_resources_stand_in
 
 FRAME_PERIOD_MS = 5.0
 MCEP_ORDER = 24
@@ -121,30 +117,28 @@ def diagonal_ratio(alignments: torch.Tensor, dec_lens, enc_lens, tolerance: floa
 # ---------------------------------------------------------------------------
 
 
+def require_analysis_libraries() -> None:
+    """Fail in one line, before any work, where pyworld or pysptk is not installed.
+
+    Both are C extensions that pip often compiles, so they come with the eval
+    extra, not the core install: converting never needs them, MCD and F0 do.
+    """
+    if missing("pyworld", "pysptk"):
+        raise MissingPackageError(f"MCD and F0 need pyworld and pysptk, not installed here: {INSTALL_HINT}")
+
+
 @functools.lru_cache(maxsize=1)
 def analysis_libraries():
-    """Import pyworld and pysptk lazily, so the attention metrics never pay for them.
+    """Import pyworld and pysptk lazily, so the attention metrics and conversion never need them.
 
     pyworld 0.3.5 and pysptk 1.0.1 import ``pkg_resources`` only to read their
-    version and locate example audio; setuptools >= 81 no longer ships it. When
-    it is absent, a stand-in answering those two calls exists for the duration
-    of the import only, so no other code ever sees it.
+    version and locate example audio; setuptools >= 81 no longer ships it
+    (vc.evaluation.optional.pkg_resources_stand_in answers for it meanwhile).
     """
-    if importlib.util.find_spec("pkg_resources") is not None:
+    require_analysis_libraries()
+    with pkg_resources_stand_in():
         import pysptk
         import pyworld
-
-        return pyworld, pysptk
-    stand_in = types.ModuleType("pkg_resources")
-    stand_in.get_distribution = lambda name: types.SimpleNamespace(version=importlib.metadata.version(name))
-    stand_in.resource_filename = lambda package, name: str(importlib.resources.files(package) / name)
-    sys.modules["pkg_resources"] = stand_in
-    try:
-        import pysptk
-        import pyworld
-    finally:
-        if sys.modules.get("pkg_resources") is stand_in:
-            del sys.modules["pkg_resources"]
     return pyworld, pysptk
 
 

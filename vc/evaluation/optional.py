@@ -12,7 +12,9 @@ import types
 import warnings
 from collections.abc import Iterator
 
-INSTALL_HINT = "pip install 'vc[eval]'"
+from vc import DIST_NAME
+
+INSTALL_HINT = f"pip install '{DIST_NAME}[eval]'"
 
 
 @contextlib.contextmanager
