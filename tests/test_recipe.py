@@ -36,6 +36,12 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "0.1",
         "--unseen_utts",
         "2",
+        "--student_conf",
+        "conf/ci_student.yaml",
+        "--gmm_pairs",
+        "3",
+        "--gmm_mixtures",
+        "2",
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -44,24 +50,33 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         assert len((tmp_path / "data" / "bdl_slt" / f"{split}.tsv").read_text().splitlines()) == 3
     assert list((exp / "features").glob("train-*.pt")) and (exp / "stats.json").is_file()
     assert (exp / "checkpoints" / "best.pt").is_file() and list((exp / "tensorboard").iterdir())
-    # stages 4-8 use the mean of the last snapshots (ci.yaml saves steps 2 and 4)
-    averaged = exp / "checkpoints" / "averaged.pt"
+    # the teacher's and the student's means of their last snapshots (both configs save steps 2 and 4)
+    assert "2 checkpoints, steps 2, 4" in (exp / "logs" / "stage3_average.log").read_text()
+    assert (exp / "checkpoints" / "averaged.pt").is_file()
+    # the student learns from the teacher's durations; stages 4-8 use its averaged snapshots
+    assert "durations: " in (exp / "logs" / "stage3_durations.log").read_text()
+    averaged = exp / "student" / "checkpoints" / "averaged.pt"
     assert (
         averaged.is_file()
-        and "2 checkpoints, steps 2, 4" in (exp / "logs" / "stage3_average.log").read_text()
+        and "2 checkpoints, steps 2, 4" in (exp / "logs" / "stage3_student_average.log").read_text()
     )
     assert (exp / "alignments" / "arctic_b0340_evolution.png").is_file()
     converted = sorted(p.name for p in (exp / "converted" / "eval").glob("*.wav"))
     assert converted == ["arctic_b0440.wav", "arctic_b0441.wav", "arctic_b0442.wav"]
-    assert (exp / "checkpoints" / "mel2linear.pt").is_file()
-    assert (exp / "checkpoints" / "postfilter.pt").is_file() and (
+    for system in ("teacher", "gmm"):  # the rows beside the model's
+        assert sorted(p.name for p in (exp / "converted" / system).glob("*.wav")) == converted
+    assert (exp / "student" / "checkpoints" / "mel2linear.pt").is_file()
+    assert (exp / "checkpoints" / "mel2linear.pt").is_file()  # the teacher vocodes through the same network
+    assert (exp / "student" / "checkpoints" / "postfilter.pt").is_file() and (
         exp / "logs" / "stage4_postfilter.log"
     ).is_file()
     scores = (exp / "scores.txt").read_text()
-    for row in ("model", "no conversion", "Griffin-Lim ceiling", "(pseudo-inverse)", "natural target"):
+    rows = ("non-autoregressive converter", "attention model (teacher)", "GMM peer", "no conversion")
+    for row in (*rows, "Griffin-Lim ceiling", "(pseudo-inverse)", "natural target"):
         assert row in scores
     rows = json.loads((exp / "scores.json").read_text())["rows"]
-    assert rows["model"]["utterances"] == 3
+    assert rows["non-autoregressive converter"]["utterances"] == 3
+    assert rows["attention model (teacher)"]["utterances"] == 3
     assert (
         sorted(p.name for p in (exp / "converted" / "ceiling" / "griffin-lim_ceiling").iterdir()) == converted
     )
@@ -80,5 +95,9 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     again = subprocess.run(
         [*command, "--stop_stage", "7"], env=env, capture_output=True, text=True, timeout=600
     )
-    assert again.returncode == 0 and "train: already done" in again.stdout
-    assert "average: already done" in again.stdout
+    assert again.returncode == 0 and "train the attention model: already done" in again.stdout
+    assert "train the non-autoregressive converter: already done" in again.stdout
+    assert (
+        "durations: already done" in again.stdout
+        and "average the attention model: already done" in again.stdout
+    )

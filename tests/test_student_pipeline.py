@@ -14,10 +14,11 @@ from tests.test_train import tiny_training_config
 from vc import Converter
 from vc.checkpoint import load_checkpoint
 from vc.cli import main
-from vc.config import dump_config
+from vc.config import dump_config, load_config
 from vc.data import load_features
 from vc.durations import check_durations, load_durations
-from vc.errors import DataError
+from vc.errors import CheckpointError, DataError
+from vc.train import Trainer
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +118,32 @@ def test_mel2linear_learns_from_the_students_predictions(taught, tmp_path):
     args += ["--config", str(student / "config.yaml"), "--out", str(out), "--max-steps", "2", "--no-progress"]
     assert main(args) == 0
     assert out.is_file()
+
+
+def test_an_untrained_student_speaks_at_the_mean_rate(taught):
+    """The duration predictor starts at log(1 + the mean frames per step), not at zero frames."""
+    tmp, config, _ = taught
+    student_config = load_config(tmp / "student.yaml", ["train.max_steps=1"])
+    trainer = Trainer(student_config, tmp / "untrained", progress=False)
+    try:
+        durations = load_durations(tmp / "durations.pt", config.model.encoder_reduction_factor)
+        rate = torch.cat([d.float() for d in durations.values()]).mean()
+        assert trainer.model.duration_predictor.out.bias.item() == pytest.approx(torch.log1p(rate).item())
+    finally:
+        trainer.close()
+
+
+def test_the_student_can_start_from_the_teachers_encoder(taught, tmp_path):
+    tmp, _, _ = taught
+    teacher = tmp / "teacher" / "checkpoints" / "best.pt"
+    config = load_config(tmp / "student.yaml", ["train.max_steps=1", f"train.init_encoder={teacher}"])
+    trainer = Trainer(config, tmp_path / "init", progress=False)
+    try:
+        weights = load_checkpoint(teacher)["model"]
+        for name, value in trainer.model.encoder.state_dict().items():
+            torch.testing.assert_close(value, weights[f"encoder.{name}"])
+    finally:
+        trainer.close()
+    wider = load_config(tmp / "student.yaml", [f"train.init_encoder={teacher}", "model.encoder_hidden_dim=6"])
+    with pytest.raises(CheckpointError, match="another encoder"):
+        Trainer(wider, tmp_path / "wider", progress=False)

@@ -61,6 +61,21 @@ def cmd_stats(args) -> None:
     print(f"statistics of the training list: {Path(args.out) / 'stats.json'}")
 
 
+def cmd_durations(args) -> None:
+    from vc.durations import extract_durations
+    from vc.fileio import refuse_overwrite
+
+    refuse_overwrite([args.out], args.overwrite)
+
+    report = extract_durations(
+        args.checkpoint, args.lists, args.features_dir, args.out, progress=not args.no_progress
+    )
+    print(
+        f"durations: {args.out} ({report.utterances} utterances; mean attention on the path "
+        f"{report.sharpness:.3f}, {100 * report.zero_fraction:.1f} % of encoder steps get no frame)"
+    )
+
+
 def cmd_convert(args) -> None:
     from vc.errors import AudioError
     from vc.inference import Converter, check_outputs, collect_inputs, convert_files
@@ -176,7 +191,12 @@ def cmd_score(args) -> None:
 
 
 def cmd_gmm_peer(args) -> None:
+    from vc.data import read_pair_list
     from vc.evaluation.gmm_peer import run_gmm_peer
+    from vc.fileio import refuse_overwrite
+
+    names = [Path(args.out_dir) / f"{pair.utt_id}.wav" for pair in read_pair_list(args.eval_list)]
+    refuse_overwrite(names, args.overwrite)
 
     summary = run_gmm_peer(
         args.train_list,
@@ -434,6 +454,23 @@ def build_parser() -> argparse.ArgumentParser:
     score.set_defaults(func=cmd_score)
 
     _add_vocoder_train(commands)
+    durations = commands.add_parser(
+        "durations",
+        help="target frames per source step from an attention model, for the non-autoregressive converter",
+        description="Teacher-forced alignments of a trained attention model on every pair of the lists, "
+        "made monotonic and hard (attention centroids): integer durations per encoder step that sum to each target's frames. "
+        "Example: vc durations --checkpoint EXP/checkpoints/averaged.pt --features-dir EXP/features "
+        "--out EXP/durations.pt data/bdl_slt/train.tsv data/bdl_slt/dev.tsv",
+    )
+    durations.add_argument("lists", nargs="+", metavar="LIST", help="pair lists (.tsv)")
+    durations.add_argument(
+        "--checkpoint", required=True, help="the attention model (EXP/checkpoints/averaged.pt)"
+    )
+    durations.add_argument("--features-dir", required=True, help="feature cache folder (EXP/features)")
+    durations.add_argument("--out", required=True, help="durations file to write (EXP/durations.pt)")
+    _add_overwrite(durations, "--out file")
+    durations.add_argument("--no-progress", action="store_true")
+    durations.set_defaults(func=cmd_durations)
     _add_postfilter_train(commands)
     _add_gmm_peer(commands)
     export = commands.add_parser(
@@ -586,6 +623,7 @@ def _add_gmm_peer(commands) -> None:
         "(default 1.0)",
     )
     sub.add_argument("--sample-rate", type=_positive_int, default=16000, help="analysis rate (default 16000)")
+    _add_overwrite(sub, "file in OUT_DIR")
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=cmd_gmm_peer)
 

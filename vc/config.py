@@ -175,6 +175,9 @@ class TrainConfig:
     stop_pos_weight: float = 5.0
     # Non-autoregressive converter only: weight of the duration predictor's loss on log(d + 1).
     duration_loss_weight: float = 1.0
+    # A checkpoint whose encoder weights start this model's encoder ("" = random): the student starts from
+    # what its teacher, the attention model, learned to read from the source.
+    init_encoder: str = ""
     guided_attention_sigma: float = 0.4
     guided_attention_weight: float = 1.0
     # The guided attention weight is multiplied by this every 1000 steps.

@@ -143,6 +143,13 @@ def extract_durations(
         zero_fraction=float(np.mean(np.concatenate([(d == 0).numpy() for d in durations.values()]))),
     )
     save_durations(out, durations, config, str(checkpoint), report)
+    if report.zero_fraction > 0.3:  # an aligned teacher on ARCTIC leaves about 1 %
+        log.warning(
+            "%.0f %% of encoder steps get no frame: %s has not aligned source and target; "
+            "a student will learn little timing from it (train it longer)",
+            100 * report.zero_fraction,
+            checkpoint,
+        )
     log.info(
         "durations of %d utterances -> %s: sharpness %.3f, %.1f %% of encoder steps get no frame",
         report.utterances,

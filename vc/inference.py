@@ -24,7 +24,7 @@ from vc.config import Config
 from vc.errors import AudioError, CheckpointError, ConfigError, VcError
 from vc.fileio import atomic_open
 from vc.mel2linear import load_vocoder_net
-from vc.model import Seq2SeqVC, build_model, decoder_steps
+from vc.model import NonAutoregressiveVC, Seq2SeqVC, build_model, decoder_steps
 from vc.model.aligned_source import aligned_source
 from vc.postfilter import load_postfilter
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
@@ -38,7 +38,9 @@ log = logging.getLogger(__name__)
 class Conversion:
     wave: np.ndarray  # float32 samples at sample_rate
     sample_rate: int
-    alignment: np.ndarray  # (decoder steps, encoder steps), cropped to true lengths
+    # (decoder steps, encoder steps) attention, cropped to true lengths; for the non-autoregressive
+    # converter (output frames, encoder steps), one-hot at the encoder step each frame reads
+    alignment: np.ndarray
     mel: np.ndarray  # (frames, n_mels) converted log-mel (target speaker's scale)
 
 
@@ -59,7 +61,7 @@ class Converter:
 
     def __init__(
         self,
-        model: Seq2SeqVC,
+        model: Seq2SeqVC | NonAutoregressiveVC,
         config: Config,
         src_stats: FeatureStats,
         tgt_stats: FeatureStats,
@@ -73,7 +75,8 @@ class Converter:
         self.device = device
         self.seed = seed
         self.model = model.to(device).eval()
-        if config.inference.prenet_dropout is not None:  # the prenet keeps dropout on in eval mode
+        self.attention = config.model.kind == "attention"
+        if self.attention and config.inference.prenet_dropout is not None:  # on in eval mode too
             self.model.decoder.prenet.dropout = config.inference.prenet_dropout
         self.src_stats = src_stats
         self.tgt_stats = tgt_stats
@@ -181,7 +184,7 @@ class Converter:
             alignments,
             enc_lens,
             out_lens,
-            model.reduction_factor,
+            model.reduction_factor if self.attention else 1,  # the student's alignment rows are frames
             model.encoder_reduction_factor,
         )
 
@@ -205,7 +208,8 @@ class Converter:
             )
         generator = torch.Generator(device=self.device).manual_seed(self.seed)
         audio, audio_lens = self.vocoder(converted, out.lens, generator=generator)
-        steps = decoder_steps(out.lens, self.config.model.reduction_factor)
+        # Alignment rows: decoder steps of the attention model, output frames of the non-autoregressive one.
+        steps = decoder_steps(out.lens, self.config.model.reduction_factor) if self.attention else out.lens
         results = []
         for k in range(len(waves)):
             results.append(

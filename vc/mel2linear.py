@@ -35,6 +35,7 @@ from vc.companion import (
 )
 from vc.config import AudioConfig, Config
 from vc.data import read_pair_list
+from vc.durations import load_durations
 from vc.errors import DataError
 from vc.model.aligned_source import aligned_source
 from vc.model.mel2linear import Mel2Linear, fit_linear
@@ -314,6 +315,11 @@ def teacher_forced(
     if converter.config.audio != audio:
         raise DataError(f"{checkpoint} uses other audio settings than --config; pass its config.yaml")
     model_config = converter.config.model
+    durations = (
+        load_durations(converter.config.data.durations, model_config.encoder_reduction_factor)
+        if model_config.kind == "nonautoregressive"
+        else None
+    )
     pad = torch.nn.utils.rnn.pad_sequence
     order = sorted(range(len(files)), key=lambda k: len(target_mels[k]))
     outputs: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(files)
@@ -328,11 +334,15 @@ def teacher_forced(
             tgt = pad([target_mels[k] for k in chunk], batch_first=True)
             tgt_lens = torch.tensor([len(target_mels[k]) for k in chunk])
             with private_rng(0, converter.device):
-                out = converter.model(src, src_lens, converter.tgt_stats.normalize(tgt), tgt_lens)
+                if durations is None:
+                    out = converter.model(src, src_lens, converter.tgt_stats.normalize(tgt), tgt_lens)
+                else:  # the non-autoregressive converter at the durations it trained on
+                    utts = [by_target[files[k]].utt_id for k in chunk]
+                    out = converter.model(src, src_lens, pad([durations[u] for u in utts], batch_first=True))
             after = converter.tgt_stats.denormalize(out.after).float()
             source = aligned_source(
                 src, src_lens, out.alignments, out.enc_lens, tgt_lens,
-                model_config.reduction_factor, model_config.encoder_reduction_factor,
+                model_config.reduction_factor if durations is None else 1, model_config.encoder_reduction_factor,
             )  # fmt: skip
             for row, k in enumerate(chunk):
                 length = int(tgt_lens[row])

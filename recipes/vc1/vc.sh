@@ -3,24 +3,36 @@
 #   0 data lists   local/data_prep.py writes data/<src>_<tgt>/{train,dev,eval}.tsv
 #   1 features     log-mels of the train and dev lists, cached in the experiment folder
 #   2 statistics   per-speaker mean/variance from the training set -> stats.json
-#   3 train        vc train (TensorBoard in EXP/tensorboard); then vc average: the mean weights of the last
-#                  --average snapshots -> EXP/checkpoints/averaged.pt, the model every later stage uses
+#   3 train        the attention model (the teacher; TensorBoard in EXP/tensorboard), then vc average: the
+#                  mean weights of its last --average snapshots -> EXP/checkpoints/averaged.pt; vc durations:
+#                  its teacher-forced alignments as frames per source step -> EXP/durations.pt; then the
+#                  non-autoregressive converter (the student, --student_conf) on those durations, averaged the
+#                  same way -> EXP/student/checkpoints/averaged.pt, the model every later stage uses
+#                  (--student_conf none: the attention model is the model, as before)
 #   4 vocoder      mel -> linear magnitude network for Griffin-Lim, on the target's training recordings
-#                  and the model's teacher-forced mels -> EXP/checkpoints/mel2linear.pt; then the GAN
-#                  post-filter that sharpens the model's mels in time -> EXP/checkpoints/postfilter.pt
-#   5 convert      the eval set's source utterances -> EXP/converted/eval/*.wav
-#   6 score        MCD / F0 / WER / speaker similarity / predicted MOS beside the no-conversion floor,
-#                  the Griffin-Lim ceilings and the natural target -> EXP/scores.{txt,json}
+#                  and the model's teacher-forced mels -> checkpoints/mel2linear.pt beside the model (and a
+#                  copy beside the teacher); with --postfilter_minutes > 0 the GAN post-filter that sharpens
+#                  the model's mels in time -> checkpoints/postfilter.pt
+#   5 convert      the eval set's source utterances -> EXP/converted/eval/*.wav (the model), .../teacher
+#                  (the attention model, when a student is the model) and .../gmm (the classical peer,
+#                  vc gmm-peer; --gmm_pairs 0 skips it)
+#   6 score        MCD / F0 / WER / speaker similarity / predicted MOS of the model, the teacher and the
+#                  GMM peer beside the no-conversion floor, the Griffin-Lim ceilings and the natural target
+#                  -> EXP/scores.{txt,json}
 #   7 report       static HTML listening report -> EXP/report/index.html
 #   8 unseen       voices no training used (other real speakers of the corpus, the target's own recordings
 #                  as input, TTS voices, the source sped up 1.19x) read the first --unseen_utts eval prompts;
 #                  each is converted and scored -> EXP/unseen_scores.txt (seen vs unseen rows)
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
+#          --student_conf YAML (stage 3's non-autoregressive converter; default conf/student.yaml; none: no student)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 20)
-#          --postfilter_minutes N (stage 4's post-filter time limit; default 6; 0: no post-filter)
+#          --postfilter_minutes N (stage 4's post-filter time limit; default 0: no post-filter)
 #          --average N (stage 3: average the last N snapshots; default 3; 0: use best.pt as it is)
-# Trailing key=value arguments override the training config (e.g. train.max_minutes=5).
+#          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
+#          mixtures, default 16)
+# Trailing key=value arguments override the attention model's training config (e.g. train.max_minutes=5);
+# student.key=value ones the student's (e.g. student.train.max_minutes=5).
 set -euo pipefail
 
 stage=0
@@ -29,29 +41,35 @@ db_root=""
 src=bdl
 tgt=slt
 conf=conf/default.yaml
+student_conf=conf/student.yaml
 tag=""
 work=.
 data_prep_args=""
 vocoder_minutes=8
-postfilter_minutes=6
+postfilter_minutes=0
 unseen_utts=20
 average=3
+gmm_pairs=120
+gmm_mixtures=16
 
 overrides=()
+student_overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--average)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--average|--gmm_pairs|--gmm_mixtures)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
         --*) echo "vc.sh: unknown option $1" >&2; exit 2 ;;
+        student.*=*) student_overrides+=("${1#student.}"); shift ;;
         *=*) overrides+=("$1"); shift ;;
         *) echo "vc.sh: unexpected argument $1" >&2; exit 2 ;;
     esac
 done
 [ -f "$conf" ] || { echo "vc.sh: config not found: $conf" >&2; exit 2; }
-for n in "$stage" "$stop_stage" "$average"; do
-    [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage and --average take a number, got '$n'" >&2; exit 2; }
+[ "$student_conf" = none ] || [ -f "$student_conf" ] || { echo "vc.sh: student config not found: $student_conf" >&2; exit 2; }
+for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures"; do
+    [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage, --average and --gmm_* take a number, got '$n'" >&2; exit 2; }
 done
 [ "$average" != 1 ] || { echo "vc.sh: --average takes 0 (off) or at least 2 snapshots, got 1" >&2; exit 2; }
 command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
@@ -62,9 +80,13 @@ logs=$exp/logs
 mkdir -p "$logs"
 lists=("data.train_list=$data/train.tsv" "data.dev_list=$data/dev.tsv")
 args=("${lists[@]}" "${overrides[@]+"${overrides[@]}"}")
-# The model stages 4-8 use. Averaging the last snapshots narrows what the training seed does: five
+# The attention model (the teacher). Averaging the last snapshots narrows what the training seed does: five
 # runs scored 58.0-66.7 % WER from best.pt, 60.4-62.9 % averaged, at about the same mean (docs/ablation.md).
-if [ "$average" -gt 0 ]; then model=$exp/checkpoints/averaged.pt; else model=$exp/checkpoints/best.pt; fi
+snapshot() { if [ "$average" -gt 0 ]; then echo "$1/checkpoints/averaged.pt"; else echo "$1/checkpoints/best.pt"; fi; }
+teacher=$(snapshot "$exp")
+# The model stages 4-8 use: the student when there is one, else the teacher.
+if [ "$student_conf" = none ]; then student_exp=""; model=$teacher; else student_exp=$exp/student; model=$(snapshot "$student_exp"); fi
+model_dir=$(dirname "$model")
 
 run_stage() {  # run_stage N name command...: logs to EXP/logs/stageN.log, fails loudly
     local n=$1 name=$2; shift 2
@@ -82,58 +104,93 @@ run_stage 0 "data lists" ./local/data_prep.py ${db_root:+--db_root "$db_root"} -
     --out "$data" --download_dir "$work/downloads" $data_prep_args
 run_stage 1 "features" vc features --config "$conf" --out "$exp" "${args[@]}"
 run_stage 2 "statistics" vc stats --config "$conf" --out "$exp" "${args[@]}"
-if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
-    if [ -f "$exp/checkpoints/best.pt" ] && [ -f "$exp/.train_done" ]; then
-        echo "=== stage 3: train: already done ($exp/.train_done); delete it to train again"
+train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's vc train (resumable), vc average
+    local name=$1 dir=$2 cfg=$3 log=$4; shift 4
+    local averaged=$dir/checkpoints/averaged.pt
+    if [ -f "$dir/checkpoints/best.pt" ] && [ -f "$dir/.train_done" ]; then
+        echo "=== stage 3: train $name: already done ($dir/.train_done); delete it to train again"
     else
-        # A new model makes the averaged model and stage 4's networks (trained on its predictions) stale.
-        rm -f "$exp/.train_done" "$exp"/checkpoints/{averaged,mel2linear,postfilter}.pt
-        resume=()
-        ls "$exp"/checkpoints/step*.pt >/dev/null 2>&1 && resume=(--resume)
-        run_stage 3 "train" vc train --config "$conf" --out "$exp" "${resume[@]+"${resume[@]}"}" "${args[@]}"
-        touch "$exp/.train_done"
+        # A new model makes its averaged model and stage 4's networks (trained on its predictions) stale.
+        rm -f "$dir/.train_done" "$dir"/checkpoints/{averaged,mel2linear,postfilter}.pt
+        local resume=()
+        ls "$dir"/checkpoints/step*.pt >/dev/null 2>&1 && resume=(--resume)
+        echo "=== stage 3: train $name ($(date '+%H:%M:%S'))"
+        vc train --config "$cfg" --out "$dir" "${resume[@]+"${resume[@]}"}" "$@" 2>&1 | tee "$logs/$log.log"
+        touch "$dir/.train_done"
     fi
-    if [ "$average" -gt 0 ] && [ -f "$model" ]; then
-        echo "=== stage 3: average: already done ($model); delete it to average again"
+    if [ "$average" -gt 0 ] && [ -f "$averaged" ]; then
+        echo "=== stage 3: average $name: already done ($averaged); delete it to average again"
     elif [ "$average" -gt 0 ]; then
-        echo "=== stage 3: average the last $average snapshots ($(date '+%H:%M:%S'))"
-        vc average "$exp/checkpoints" --last "$average" --out "$model" 2>&1 | tee "$logs/stage3_average.log"
+        echo "=== stage 3: average the last $average snapshots of $name ($(date '+%H:%M:%S'))"
+        vc average "$dir/checkpoints" --last "$average" --out "$averaged" 2>&1 | tee "$logs/${log}_average.log"
+    fi
+}
+if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
+    train_and_average "the attention model" "$exp" "$conf" stage3 "${args[@]}"
+    if [ -n "$student_exp" ]; then
+        # The student learns the timing the teacher reads: new teacher weights, new durations, new student.
+        if [ ! -f "$exp/durations.pt" ] || [ "$exp/durations.pt" -ot "$teacher" ]; then
+            echo "=== stage 3: durations from the attention model ($(date '+%H:%M:%S'))"
+            rm -f "$student_exp/.train_done"
+            vc durations --checkpoint "$teacher" --features-dir "$exp/features" --out "$exp/durations.pt" --overwrite \
+                "$data/train.tsv" "$data/dev.tsv" 2>&1 | tee "$logs/stage3_durations.log"
+        else
+            echo "=== stage 3: durations: already done ($exp/durations.pt)"
+        fi
+        train_and_average "the non-autoregressive converter" "$student_exp" "$student_conf" stage3_student \
+            "${lists[@]}" "data.cache_dir=$exp/features" "data.durations=$exp/durations.pt" \
+            "${student_overrides[@]+"${student_overrides[@]}"}"
     fi
 fi
 # The network is trained after the model so it can learn to undo the model's own blur; delete the file to
 # train it again.
 if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
-    if [ -f "$exp/checkpoints/mel2linear.pt" ]; then
-        echo "=== stage 4: vocoder: already done ($exp/checkpoints/mel2linear.pt); delete it to train again"
+    if [ -f "$model_dir/mel2linear.pt" ]; then
+        echo "=== stage 4: vocoder: already done ($model_dir/mel2linear.pt); delete it to train again"
     else
-        run_stage 4 "vocoder" vc vocoder-train "$data/train.tsv" --config "$exp/config.yaml" \
-            --checkpoint "$model" --out "$exp/checkpoints/mel2linear.pt" --max-minutes "$vocoder_minutes"
+        run_stage 4 "vocoder" vc vocoder-train "$data/train.tsv" --config "$(dirname "$model_dir")/config.yaml" \
+            --checkpoint "$model" --out "$model_dir/mel2linear.pt" --max-minutes "$vocoder_minutes"
     fi
+    # The teacher's row vocodes through the same network (one network, one stage's minutes).
+    [ "$model_dir" = "$exp/checkpoints" ] || cp "$model_dir/mel2linear.pt" "$exp/checkpoints/mel2linear.pt"
     if [ "$postfilter_minutes" = 0 ]; then
         echo "=== stage 4: post-filter: skipped (--postfilter_minutes 0)"
-    elif [ -f "$exp/checkpoints/postfilter.pt" ]; then
-        echo "=== stage 4: post-filter: already done ($exp/checkpoints/postfilter.pt); delete it to train again"
+    elif [ -f "$model_dir/postfilter.pt" ]; then
+        echo "=== stage 4: post-filter: already done ($model_dir/postfilter.pt); delete it to train again"
     else
         echo "=== stage 4: post-filter ($(date '+%H:%M:%S'))"
         vc postfilter-train "$data/train.tsv" --checkpoint "$model" \
-            --out "$exp/checkpoints/postfilter.pt" --max-minutes "$postfilter_minutes" 2>&1 \
+            --out "$model_dir/postfilter.pt" --max-minutes "$postfilter_minutes" 2>&1 \
             | tee "$logs/stage4_postfilter.log"
     fi
 fi
+systems=()  # stage 6's rows beside the model's (named after its kind): NAME=FOLDER
+[ -z "$student_exp" ] || systems+=(--name "non-autoregressive converter" --system "attention model (teacher)=$exp/converted/teacher")
+[ "$gmm_pairs" = 0 ] || systems+=(--system "GMM peer (JD-GMM, MLPG+GV)=$exp/converted/gmm")
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
     mapfile -t sources < <(cut -f 2 "$data/eval.tsv")
-    rm -rf "$exp/converted/eval"  # no stale files from an earlier run may be scored
+    rm -rf "$exp/converted/eval" "$exp/converted/teacher" "$exp/converted/gmm"  # nothing stale is scored
     run_stage 5 "convert eval" vc convert --checkpoint "$model" --out-dir "$exp/converted/eval" \
         --save-alignment png "${sources[@]}"
+    if [ -n "$student_exp" ]; then
+        echo "=== stage 5: convert eval with the attention model ($(date '+%H:%M:%S'))"
+        vc convert --checkpoint "$teacher" --out-dir "$exp/converted/teacher" --save-alignment png \
+            "${sources[@]}" 2>&1 | tee "$logs/stage5_teacher.log"
+    fi
+    if [ "$gmm_pairs" != 0 ]; then
+        echo "=== stage 5: the GMM peer ($(date '+%H:%M:%S'))"
+        vc gmm-peer --train-list "$data/train.tsv" --eval-list "$data/eval.tsv" --out-dir "$exp/converted/gmm" \
+            --pairs "$gmm_pairs" --mixtures "$gmm_mixtures" 2>&1 | tee "$logs/stage5_gmm.log"
+    fi
 fi
 if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
     rm -rf "$exp/converted/ceiling"
     run_stage 6 "score" vc score --converted "$exp/converted/eval" --reference "$(eval_folder 3)" \
         --source "$(eval_folder 2)" --config "$exp/config.yaml" --checkpoint "$model" \
-        --train-list "$data/train.tsv" --ceiling-dir "$exp/converted/ceiling" \
-        --out "$exp/scores.txt" --json "$exp/scores.json" --centroid-cache "$exp/speaker_centroids.json"
+        --train-list "$data/train.tsv" --ceiling-dir "$exp/converted/ceiling" "${systems[@]+"${systems[@]}"}" \
+        --out "$exp/scores.txt" --json "$exp/scores.json" --centroid-cache "$exp/speaker_centroids.json" --overwrite
 fi
-run_stage 7 "report" vc report "$exp" --scores "$exp/scores.json"
+run_stage 7 "report" vc report "$exp" --scores "$exp/scores.json" --overwrite
 unseen_voices() {  # stage 8: make the inputs, convert and score each voice, then the seen vs unseen table
     rm -rf "$exp/unseen" "$exp/converted/unseen" "$exp/unseen_scores"  # nothing stale is scored
     ./local/unseen_voices.py --eval "$data/eval.tsv" --out "$exp/unseen" --src "$src" --tgt "$tgt" \

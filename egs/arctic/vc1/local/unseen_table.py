@@ -29,8 +29,13 @@ def subset(row: dict, utts: set[str]) -> dict:
     return summarize({utt: dict(s) for utt, s in row["per_utterance"].items() if utt in utts}, {})
 
 
+def model_row(scores: dict) -> dict:
+    """The model's row: the one scores.json names (vc score --name), "model" in older files."""
+    return scores["rows"][scores.get("model_row", MODEL_ROW)]
+
+
 def voice_row(scores: dict, utts: set[str]) -> dict:
-    row = subset(scores["rows"][MODEL_ROW], utts)
+    row = subset(model_row(scores), utts)
     if INPUT_ROW in scores["rows"]:
         row["input_wer"] = subset(scores["rows"][INPUT_ROW], utts)["wer"]
     return row
@@ -44,7 +49,7 @@ def main() -> None:
     if not voices:
         sys.exit(f"unseen_table.py: no scores in {exp / 'unseen_scores'} (run the unseen-voice stage)")
     unseen = {path.stem: json.loads(path.read_text()) for path in voices}
-    utts = set.intersection(*(set(s["rows"][MODEL_ROW]["per_utterance"]) for s in unseen.values()))
+    utts = set.intersection(*(set(model_row(s)["per_utterance"]) for s in unseen.values()))
     rows = {}
     seen = exp / "scores.json"
     if seen.is_file():
