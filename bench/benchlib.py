@@ -118,8 +118,8 @@ def prepare_lists(db_root: str, out_dir: str) -> None:
 
 
 def list_pairs(setup: Setup, split: str, count: int | None = None):
-    """The first ``count`` pairs (vc.data.Pair) of train / dev / eval."""
-    from vc.data import read_pair_list
+    """The first ``count`` pairs (vc.pairs.Pair) of train / dev / eval."""
+    from vc.pairs import read_pair_list
 
     pairs = read_pair_list(Path(setup.lists_dir) / f"{split}.tsv")
     return pairs if count is None else pairs[:count]

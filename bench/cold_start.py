@@ -20,7 +20,7 @@ import soundfile as sf
 from benchlib import Setup, list_pairs
 
 INPUT_SECONDS = 3.0
-IMPORTS = "import vc.cli, vc.inference, vc.pretrained"
+IMPORTS = "import vc.cli, vc.inference, vc.artifacts.pretrained"
 
 
 def _wall(command: list[str], cwd: str) -> float:
@@ -30,7 +30,7 @@ def _wall(command: list[str], cwd: str) -> float:
 
 
 def measure_cold_start(setup: Setup) -> dict:
-    from vc.pretrained import get_model
+    from vc.artifacts.pretrained import get_model
 
     source = list_pairs(setup, "eval", 1)[0].source
     wave, sample_rate = sf.read(source, dtype="float32")

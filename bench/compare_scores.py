@@ -20,10 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from vc.scoring import TABLE_COLUMNS
+from vc.evaluation.scoring import TABLE_COLUMNS
 
 COMPARED = ("wer", "cer", "mcd", "f0_rmse", "sim_target", "mos_ovrl")  # `vc score`'s keys, in this order
-POOLED = {"wer": ("word_edits", "words"), "cer": ("char_edits", "chars")}  # as vc.scoring.summarize pools
+POOLED = {
+    "wer": ("word_edits", "words"),
+    "cer": ("char_edits", "chars"),
+}  # as vc.evaluation.scoring.summarize pools
 # (label, per-utterance key or (edits, total), signed format), with `vc score`'s table titles and precision
 METRICS = tuple(
     (title, POOLED.get(key, key), fmt.replace("{:", "{:+"))

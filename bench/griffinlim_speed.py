@@ -1,10 +1,10 @@
-"""Section 2: Griffin-Lim, vc.vocoder.griffin_lim against librosa (and torchaudio when importable).
+"""Section 2: Griffin-Lim, vc.audio.griffin_lim.griffin_lim against librosa (and torchaudio when importable).
 
 All run fast Griffin-Lim with n_iter=32, momentum=0.99 on the true STFT magnitudes of real
 utterances (LogMel.magnitude: n_fft, hop, win, periodic Hann window, centred zero-padded frames)
 from the same initial phases: 2 pi * numpy.random.RandomState(seed).random(S.shape), which is
 exactly what librosa.griffinlim(init="random", random_state=RandomState(seed)) draws and what ours
-receives as init=phases. Spectral convergence is vc.vocoder.spectral_convergence against S. The
+receives as init=phases. Spectral convergence is vc.audio.griffin_lim.spectral_convergence against S. The
 methods are timed interleaved (each repeat runs every method once), so that load from other
 processes falls on all of them alike.
 
@@ -28,8 +28,8 @@ from benchlib import Setup, list_pairs, read_waves
 from report import matched_quality_lines
 
 from vc.audio import LogMel
+from vc.audio.griffin_lim import griffin_lim, spectral_convergence
 from vc.config import load_config
-from vc.vocoder import griffin_lim, spectral_convergence
 
 N_ITER = 32
 MOMENTUM = 0.99
@@ -64,7 +64,7 @@ def stft_kwargs(audio) -> dict:
 def ours(
     mags: list[np.ndarray], seeds: list[int], audio, n_iter: int = N_ITER, **accelerated
 ) -> list[np.ndarray]:
-    """vc.vocoder.griffin_lim on a zero-padded batch (frame_lens) or a single item."""
+    """vc.audio.griffin_lim.griffin_lim on a zero-padded batch (frame_lens) or a single item."""
     frames = max(m.shape[1] for m in mags)
     batch = np.zeros((len(mags), mags[0].shape[0], frames), dtype=np.float32)
     phase = np.zeros(batch.shape, dtype=np.float32)
@@ -195,9 +195,11 @@ def methods(audio, threads: int) -> dict:
             torch.set_num_threads(threads)
 
     return {
-        f"vc.vocoder.griffin_lim ({threads} threads)": lambda items, seeds: ours(items, seeds, audio),
-        "vc.vocoder.griffin_lim (1 thread)": ours_single_thread,
-        f"vc.vocoder.griffin_lim accelerated ({threads} threads)": lambda items, seeds: ours(
+        f"vc.audio.griffin_lim.griffin_lim ({threads} threads)": lambda items, seeds: ours(
+            items, seeds, audio
+        ),
+        "vc.audio.griffin_lim.griffin_lim (1 thread)": ours_single_thread,
+        f"vc.audio.griffin_lim.griffin_lim accelerated ({threads} threads)": lambda items, seeds: ours(
             items, seeds, audio, **ACCELERATED
         ),
         "librosa.griffinlim, item by item": lambda items, seeds: librosa_loop(items, seeds, audio),

@@ -91,7 +91,7 @@ def profile_convert(setup: Setup) -> list[dict]:
 
 
 def profile_griffinlim(setup: Setup) -> list[dict]:
-    """vc.vocoder.griffin_lim on the first eval utterance alone, then on a padded batch of 8."""
+    """vc.audio.griffin_lim.griffin_lim on the first eval utterance alone, then on a padded batch of 8."""
     from griffinlim_speed import SEED, magnitudes, ours
 
     mags, audio = magnitudes(setup)
@@ -100,7 +100,7 @@ def profile_griffinlim(setup: Setup) -> list[dict]:
         items, seeds = mags[:count], [SEED + k for k in range(count)]
         ours(items, seeds, audio)  # warm-up
         result = profiled(lambda items=items, seeds=seeds: ours(items, seeds, audio))
-        result["what"] = f"vc.vocoder.griffin_lim, batch {count} (first eval utterances)"
+        result["what"] = f"vc.audio.griffin_lim.griffin_lim, batch {count} (first eval utterances)"
         results.append(result)
     return results
 

@@ -35,7 +35,9 @@ def goal_convert(convert: dict) -> dict:
 
 def gl_comparison(rows: list[dict]) -> dict:
     """Ours (default threads) against the fastest librosa variant of one batch size."""
-    ours = next(r for r in rows if r["method"].startswith("vc.vocoder") and "1 thread" not in r["method"])
+    ours = next(
+        r for r in rows if r["method"].startswith("vc.audio.griffin_lim") and "1 thread" not in r["method"]
+    )
     librosa = min(
         (r for r in rows if r["method"].startswith("librosa")), key=lambda r: r["seconds_per_utterance"]
     )
@@ -240,7 +242,7 @@ def matched_quality_lines(matched: dict) -> list[str]:
 def training_lines(train: dict, load: dict) -> list[str]:
     lines = [
         "",
-        f"3. Training throughput, {train['config']}, vc.train.Trainer.train_step on the same fixed batches of "
+        f"3. Training throughput, {train['config']}, vc.training.trainer.Trainer.train_step on the same fixed batches of "
         f"{train['single']['batch_size_per_process']} real training utterances, 1 warm-up step per process "
         f"{busy(load)}",
     ]

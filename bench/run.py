@@ -20,7 +20,7 @@ run is only clean when that background load is about 0 %.
    features / encoder / decoder / postnet / vocoder by running the pieces Converter.convert_batch
    uses one at a time (checked equal to convert_batch with the same seed); convert_batch end to
    end, file reading and model load time are reported next to it.
-2. Griffin-Lim: vc.vocoder.griffin_lim vs librosa.griffinlim (item by item and stacked) and
+2. Griffin-Lim: vc.audio.griffin_lim.griffin_lim vs librosa.griffinlim (item by item and stacked) and
    torchaudio.transforms.GriffinLim if importable; n_iter=32, momentum=0.99, identical STFT
    settings and identical seeded random initial phases; wall time and spectral convergence.
 3. Training: target frames per second of Trainer.train_step on the default config's batches of 32

@@ -1,6 +1,6 @@
 """Section 3: training throughput of the default ARCTIC config, one process vs two DDP gloo processes.
 
-Both runs go through vc.train.Trainer (its model, optimizer, losses and, with two processes, its
+Both runs go through vc.training.trainer.Trainer (its model, optimizer, losses and, with two processes, its
 DistributedDataParallel wrapper) and call Trainer.train_step on the same fixed batches of data.batch_size
 (32) real training utterances: the length-bucketed batches of BucketBatchSampler's first epoch. Batches 0
 and 1 are warm-up (one per rank); the next 2 x S batches are timed: one process runs all of them,
@@ -33,7 +33,7 @@ def list_paths(setup: Setup) -> tuple[Path, Path]:
 def write_lists(setup: Setup) -> None:
     """A training list with just the pairs the fixed batches need, and a 4-pair dev list."""
     from vc.config import load_config
-    from vc.data import write_pair_list
+    from vc.pairs import write_pair_list
 
     train, dev = list_paths(setup)
     batch_size = load_config(setup.config).data.batch_size
@@ -44,7 +44,7 @@ def write_lists(setup: Setup) -> None:
 
 def fixed_batches(trainer, count: int) -> list[list[int]]:
     """The first ``count`` batches of the training sampler's first epoch (dataset indices)."""
-    from vc.data import BucketBatchSampler
+    from vc.training.data import BucketBatchSampler
 
     sampler = BucketBatchSampler(
         trainer.train_set.lengths(), trainer.config.data.batch_size, trainer.config.train.seed
@@ -77,8 +77,8 @@ def worker(rank: int, processes: int, threads: int, ddp: bool, setup: Setup, por
     single-process Trainer (a check of how two processes share this machine).
     """
     from vc.config import load_config
-    from vc.data import collate
-    from vc.train import Trainer
+    from vc.training.data import collate
+    from vc.training.trainer import Trainer
 
     os.environ.update(
         MASTER_ADDR="127.0.0.1",

@@ -3,7 +3,7 @@
     python bench/vocoder_ceiling.py --mel2linear EXP/checkpoints/mel2linear.pt [--files 10] [--db_root DIR]
 
 For the first --files slt eval utterances (arctic_b0440...), each natural recording is rebuilt
-in several ways and scored against itself with stage 6's MCD (WORLD + SPTK, vc.metrics):
+in several ways and scored against itself with stage 6's MCD (WORLD + SPTK, vc.evaluation.metrics):
 
 - true magnitude + Griffin-Lim (32 iterations): what phase retrieval alone costs;
 - network magnitude + the TRUE phase: what the network's magnitude alone costs;
@@ -25,11 +25,11 @@ import torch
 from benchlib import DEFAULT_DB_ROOT
 from pghi import pghi_phase
 
+from vc.artifacts.mel2linear import mel2linear_from_payload, read_mel2linear_payload
 from vc.audio import LogMel, read_audio
+from vc.audio.griffin_lim import griffin_lim
 from vc.config import AudioConfig
-from vc.mel2linear import mel2linear_from_payload, read_mel2linear_payload
-from vc.metrics import analyse, score_analyses
-from vc.vocoder import griffin_lim
+from vc.evaluation.metrics import analyse, score_analyses
 
 
 def main() -> None:

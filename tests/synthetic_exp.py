@@ -52,8 +52,8 @@ def make_experiment(root: Path, with_scores: bool = True, evaluations: int = 12)
     (exp / "converted" / "eval").mkdir(parents=True)
     (exp / "config.yaml").write_text(dump_config(config))
     (exp / "train.log").write_text(
-        "2025-01-01 10:00:00,000 INFO vc.train: training on cpu x 1 from step 0\n"
-        "2025-01-01 10:05:00,000 INFO vc.train: step 120: valid loss 0.5000 (best)\n"
+        "2025-01-01 10:00:00,000 INFO vc.training.trainer: training on cpu x 1 from step 0\n"
+        "2025-01-01 10:05:00,000 INFO vc.training.trainer: step 120: valid loss 0.5000 (best)\n"
     )
     files, pairs = {}, []
     for k, utt in enumerate(UTTS):

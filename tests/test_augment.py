@@ -3,9 +3,9 @@ import pytest
 import torch
 
 from vc.audio import FeatureStats
-from vc.augment import SourceAugment, warp_table
 from vc.config import AudioConfig, AugmentConfig, Config
 from vc.errors import ConfigError
+from vc.training.augment import SourceAugment, warp_table
 
 AUDIO = AudioConfig()
 N_MELS = AUDIO.n_mels

@@ -11,9 +11,9 @@ import torch
 from tests.test_convert import speech_like
 from tests.test_model import tiny_config
 from vc import Converter
+from vc.artifacts.averaging import average_checkpoints, checkpoints_to_average
+from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint
 from vc.audio import FeatureStats
-from vc.averaging import average_checkpoints, checkpoints_to_average
-from vc.checkpoint import load_checkpoint, save_checkpoint
 from vc.cli import main
 from vc.config import Config
 from vc.errors import CheckpointError

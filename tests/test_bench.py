@@ -15,8 +15,8 @@ import torch
 
 from tests.conftest import ARCTIC, arctic_file
 from tests.test_mel2linear import model_checkpoint  # noqa: F401 (fixture)
+from vc.artifacts.mel2linear import save_mel2linear
 from vc.config import AudioConfig
-from vc.mel2linear import save_mel2linear
 from vc.model.mel2linear import Mel2Linear
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,7 +93,7 @@ def test_cold_start_times_vc_convert_with_the_bundled_model_on_an_eval_utterance
 def _gl_rows(ours_s: float, librosa_s: float, ours_sc: float = 0.05) -> list[dict]:
     return [
         {
-            "method": "vc.vocoder.griffin_lim (2 threads)",
+            "method": "vc.audio.griffin_lim.griffin_lim (2 threads)",
             "seconds_per_utterance": ours_s,
             "spectral_convergence": ours_sc,
         },

@@ -16,8 +16,8 @@ import torch
 
 from tests.test_model import tiny_config
 from vc import Converter
+from vc.artifacts.checkpoint import save_checkpoint
 from vc.audio import FeatureStats
-from vc.checkpoint import save_checkpoint
 from vc.cli import main
 from vc.config import Config
 from vc.errors import AudioError, ConfigError
@@ -459,10 +459,10 @@ def test_verbose_shows_library_warnings_in_the_debug_log(tmp_path):
 
 
 def test_converting_imports_neither_librosa_nor_scipy():
-    """Their imports cost about 2 s of a conversion's cold start (vc/dsp.py replaces what it used)."""
+    """Their imports cost about 2 s of a conversion's cold start (vc/audio/dsp.py replaces what it used)."""
     code = (
         "import sys, numpy as np; from vc.audio import prepare_wave, LogMel; from vc.config import AudioConfig; "
-        "import vc.cli, vc.inference, vc.pretrained; "
+        "import vc.cli, vc.inference, vc.artifacts.pretrained; "
         "t = np.arange(16000) / 16000; prepare_wave(np.sin(2 * np.pi * 200 * t) * (t > 0.3), 16000, AudioConfig()); "
         "LogMel(AudioConfig()); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'librosa', 'scipy', 'numba', 'matplotlib'}))"

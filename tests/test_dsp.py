@@ -1,4 +1,4 @@
-"""vc/dsp.py gives what librosa gives, so features do not depend on which computed them."""
+"""vc/audio/dsp.py gives what librosa gives, so features do not depend on which computed them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import arctic_file
 from vc.audio import read_audio
-from vc.dsp import mel_filterbank, mel_frequencies, trim_silence
+from vc.audio.dsp import mel_filterbank, mel_frequencies, trim_silence
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ import soundfile as sf
 from tests.conftest import arctic_file
 from vc.errors import DataError
 from vc.evaluation import optional
+from vc.evaluation.scoring import System, format_table, score_systems
 from vc.evaluation.systems import json_ready
 from vc.evaluation.transcripts import (
     edit_distance,
@@ -23,7 +24,6 @@ from vc.evaluation.transcripts import (
     normalize_text,
     read_transcripts,
 )
-from vc.scoring import System, format_table, score_systems
 
 SR = 16000
 

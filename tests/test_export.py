@@ -17,14 +17,14 @@ from tests.test_mel2linear import (
     model_checkpoint,  # noqa: F401 (fixture)
 )
 from vc import Converter
-from vc.checkpoint import load_checkpoint
+from vc.artifacts.checkpoint import load_checkpoint
+from vc.artifacts.export import EMBEDDED_VOCODER_KEY, export_model
+from vc.artifacts.mel2linear import COMPANION_NAME, build_vocoder, save_mel2linear
+from vc.artifacts.pretrained import get_model, list_models, model_path
 from vc.cli import main
 from vc.errors import CheckpointError
 from vc.evaluation.systems import CEILING, ceiling_vocoders
-from vc.export import EMBEDDED_VOCODER_KEY, export_model
-from vc.mel2linear import COMPANION_NAME, build_vocoder, save_mel2linear
 from vc.model.mel2linear import Mel2Linear
-from vc.pretrained import get_model, list_models, model_path
 
 
 def _with_network(path, config):
@@ -147,8 +147,8 @@ def test_convert_without_checkpoint_uses_the_bundled_model_and_says_so_once(tmp_
 
 def test_re_exporting_an_exported_file_keeps_what_it_embeds(model_checkpoint, tmp_path):  # noqa: F811
     """A bundled model gains a post-filter by exporting it again: its vocoder network stays inside."""
+    from vc.artifacts.postfilter import EMBEDDED_KEY, save_postfilter
     from vc.model.postfilter import MelPostfilter
-    from vc.postfilter import EMBEDDED_KEY, save_postfilter
 
     path, config = model_checkpoint
     _with_network(path, config)

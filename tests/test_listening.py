@@ -12,9 +12,9 @@ import soundfile as sf
 
 from tests.synthetic_exp import UTTS, make_experiment, write_scores
 from vc.cli import main
+from vc.evaluation.curve import alignment_curve
 from vc.listening import build_report
-from vc.monitor import evolution_steps, load_evolution
-from vc.report import alignment_curve
+from vc.training.monitor import evolution_steps, load_evolution
 
 
 def test_evolution_steps_spread_over_the_run():
@@ -152,7 +152,7 @@ def test_monitor_keeps_early_evaluations_in_the_png(tmp_path):
 
     from vc.audio import FeatureStats
     from vc.config import Config
-    from vc.monitor import Monitor
+    from vc.training.monitor import Monitor
 
     config = Config.from_dict({"train": {"evolution_columns": 4}})
     stats = FeatureStats(np.zeros(80, np.float32), np.ones(80, np.float32))
@@ -170,7 +170,7 @@ def test_monitor_keeps_early_evaluations_in_the_png(tmp_path):
 
 def test_report_says_which_steps_the_averaged_model_holds(tmp_path):
     from tests.test_averaging import write_snapshots
-    from vc.averaging import average_checkpoints
+    from vc.artifacts.averaging import average_checkpoints
 
     exp = make_experiment(tmp_path)
     paths = write_snapshots(exp / "checkpoints", steps=(200, 300))

@@ -7,14 +7,14 @@ import math
 import pytest
 import torch
 
-import vc.monitor
-import vc.train
+import vc.training.monitor
+import vc.training.trainer
 from tests.test_model import batch, tiny_model
 from tests.test_train import tiny_training_config
 from vc.config import Config
 from vc.errors import ConfigError
-from vc.losses import attention_entropy, compute_losses, masked_spectral_loss, teacher_forced_losses
-from vc.train import Trainer
+from vc.training.losses import attention_entropy, compute_losses, masked_spectral_loss, teacher_forced_losses
+from vc.training.trainer import Trainer
 
 
 def test_attention_entropy_is_log_of_the_positions_read_and_ignores_padding():
@@ -92,8 +92,8 @@ def test_training_passes_the_configured_spectral_loss_and_validation_keeps_l1_pl
 
         return losses
 
-    monkeypatch.setattr(vc.train, "teacher_forced_losses", recording("train"))
-    monkeypatch.setattr(vc.monitor, "teacher_forced_losses", recording("valid"))
+    monkeypatch.setattr(vc.training.trainer, "teacher_forced_losses", recording("train"))
+    monkeypatch.setattr(vc.training.monitor, "teacher_forced_losses", recording("valid"))
     Trainer(tiny_training_config(tmp_path, spectral_loss="l1"), tmp_path / "exp", progress=False).fit()
     assert seen["train"] and not any(seen["train"])
     assert seen["valid"] and all(seen["valid"])

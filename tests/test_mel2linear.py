@@ -13,22 +13,21 @@ import yaml
 from tests.test_convert import speech_like
 from tests.test_model import tiny_config
 from vc import Converter
-from vc.audio import FeatureStats
-from vc.checkpoint import save_checkpoint
-from vc.cli import main
-from vc.config import AudioConfig, Config, VocoderConfig
-from vc.errors import CheckpointError
-from vc.mel2linear import (
+from vc.artifacts.checkpoint import save_checkpoint
+from vc.artifacts.mel2linear import (
     COMPANION_NAME,
     build_vocoder,
     find_mel2linear,
     load_mel2linear,
-    masked_l1,
     save_mel2linear,
-    spectral_convergence_loss,
 )
+from vc.audio import FeatureStats
+from vc.audio.griffin_lim import GriffinLimVocoder
+from vc.cli import main
+from vc.config import AudioConfig, Config, VocoderConfig
+from vc.errors import CheckpointError
 from vc.model.mel2linear import ARCHITECTURES, Mel2Linear, fit_linear
-from vc.vocoder import GriffinLimVocoder
+from vc.training.mel2linear import masked_l1, spectral_convergence_loss
 
 N_MELS, N_BINS = 6, 9
 SMALL = AudioConfig(sample_rate=8000, n_fft=256, win_length=256, hop_length=64, n_mels=N_MELS, fmax=4000.0)
@@ -157,7 +156,7 @@ def test_converter_picks_up_the_companion_file(model_checkpoint, caplog):
     assert find_mel2linear(path) is None
     net = Mel2Linear(N_MELS, config.audio.n_fft // 2 + 1, channels=8, layers=1, kernel=3)
     save_mel2linear(path.parent / COMPANION_NAME, net, config.audio)
-    with caplog.at_level("DEBUG", logger="vc.mel2linear"):
+    with caplog.at_level("DEBUG", logger="vc.training.mel2linear"):
         converter = Converter.from_checkpoint(path)
     assert isinstance(converter.vocoder.magnitude_net, Mel2Linear)
     assert COMPANION_NAME in caplog.text

@@ -12,8 +12,8 @@ from scipy.spatial.distance import cdist
 from tests.conftest import arctic_file
 from vc import metrics
 from vc.errors import AudioError, DataError
-from vc.metrics import diagonal_ratio, dtw, focus_rate, score_pair
-from vc.scoring import format_table, score_directories
+from vc.evaluation.metrics import diagonal_ratio, dtw, focus_rate, score_pair
+from vc.evaluation.scoring import format_table, score_directories
 
 SR = 16000
 
@@ -294,7 +294,7 @@ def test_score_directories_names_a_missing_reference(tmp_path):
     sf.write(converted / "utt_x.wav", harmonic(120.0), SR)
     with pytest.raises(DataError, match="no reference for utt_x"):
         score_directories(converted, reference, progress=False, workers=1)
-    with pytest.raises(DataError, match="no .wav or .flac files"):
+    with pytest.raises(DataError, match="no .wav/.flac/.ogg files"):
         score_directories(reference, converted, progress=False, workers=1)
     with pytest.raises(DataError, match="folder not found"):
         score_directories(tmp_path / "absent", reference, progress=False)

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from vc.config import InferenceConfig, ModelConfig
-from vc.losses import compute_losses
 from vc.model import build_model
 from vc.model.attention import ATTENTION_TYPES
 from vc.model.layers import make_pad_mask
+from vc.training.losses import compute_losses
 
 N_MELS = 6
 

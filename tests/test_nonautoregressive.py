@@ -8,10 +8,10 @@ import torch
 
 from tests.test_model import tiny_config
 from vc.config import InferenceConfig
-from vc.durations import durations_from_alignment, frame_alignment, frame_positions
-from vc.losses import duration_loss, student_losses
 from vc.model import NonAutoregressiveVC, build_model
 from vc.model.nonautoregressive import cap_durations, length_regulate, predicted_durations
+from vc.training.durations import durations_from_alignment, frame_alignment, frame_positions
+from vc.training.losses import duration_loss, student_losses
 
 N_MELS = 6
 

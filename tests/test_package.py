@@ -55,7 +55,7 @@ def test_licences_and_notices_ship_with_the_package():
     for words in ("CMU ARCTIC", "bdl", "slt", "Carnegie Mellon University", "arctic_bdl_slt.pt"):
         assert words in notice
     data = PROJECT["tool"]["setuptools"]["package-data"]
-    assert "NOTICE" in data["vc.pretrained"] and "py.typed" in data["vc"]
+    assert "NOTICE" in data["vc.artifacts.pretrained"] and "py.typed" in data["vc"]
     assert (ROOT / "vc" / "py.typed").is_file()
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert "## 0.2.0" in changelog and "## 0.1.0" in changelog
@@ -73,7 +73,7 @@ BLOCKED = "import sys; sys.modules['pyworld'] = None; sys.modules['pysptk'] = No
 
 def test_converting_imports_without_pyworld_and_pysptk():
     code = BLOCKED + (
-        "import vc, vc.cli, vc.inference, vc.pretrained, vc.scoring, vc.selection, vc.monitor; "
+        "import vc, vc.cli, vc.inference, vc.artifacts.pretrained, vc.evaluation.scoring, vc.training.selection, vc.training.monitor; "
         "vc.cli.build_parser(); print('ok')"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)

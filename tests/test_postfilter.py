@@ -16,21 +16,19 @@ from tests.test_mel2linear import (
     write_pair_list,
 )
 from vc import Converter
-from vc.cli import main
-from vc.config import AudioConfig
-from vc.errors import CheckpointError
-from vc.export import export_model
-from vc.model.postfilter import MelDiscriminator, MelPostfilter
-from vc.postfilter import (
+from vc.artifacts.export import export_model
+from vc.artifacts.postfilter import (
     COMPANION_NAME,
-    TrainOptions,
     load_postfilter,
     postfilter_from_payload,
     read_postfilter_payload,
     save_postfilter,
-    temporal_detail,
-    train_postfilter,
 )
+from vc.cli import main
+from vc.config import AudioConfig
+from vc.errors import CheckpointError
+from vc.model.postfilter import MelDiscriminator, MelPostfilter
+from vc.training.postfilter import TrainOptions, temporal_detail, train_postfilter
 
 N_MELS = TINY_MELS  # the model_checkpoint fixture's
 
@@ -215,12 +213,12 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
 
 def test_an_l1_only_post_filter_never_builds_a_discriminator(model_checkpoint, tmp_path, monkeypatch):  # noqa: F811
     """adversarial=False (`--no-adversarial`): L1 to the natural frames at every step, past the warmup too."""
-    import vc.postfilter
+    import vc.training.postfilter
 
     path, _ = model_checkpoint
     pairs = write_pair_list(tmp_path, 3)
     monkeypatch.setattr(
-        vc.postfilter, "MelDiscriminator", lambda *a, **k: pytest.fail("a discriminator was built")
+        vc.training.postfilter, "MelDiscriminator", lambda *a, **k: pytest.fail("a discriminator was built")
     )
     options = TrainOptions(
         max_steps=3, warmup_steps=1, batch_size=2, crop_frames=8, valid_files=1, channels=8, adversarial=False

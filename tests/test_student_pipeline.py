@@ -12,13 +12,13 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from tests.test_train import tiny_training_config
 from vc import Converter
-from vc.checkpoint import load_checkpoint
+from vc.artifacts.checkpoint import load_checkpoint
 from vc.cli import main
 from vc.config import dump_config, load_config
-from vc.data import load_features
-from vc.durations import check_durations, load_durations
 from vc.errors import CheckpointError, DataError
-from vc.train import Trainer
+from vc.training.data import load_features
+from vc.training.durations import check_durations, load_durations
+from vc.training.trainer import Trainer
 
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,11 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tests.test_model import tiny_config
-from vc.checkpoint import load_checkpoint, save_checkpoint, step_checkpoints
+from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint, step_checkpoints
 from vc.cli import main
 from vc.config import Config, DataConfig, TrainConfig, dump_config
 from vc.errors import CheckpointError
-from vc.train import Trainer, learning_rate_factor, train
+from vc.training.trainer import Trainer, learning_rate_factor, train
 
 
 def synthetic_pairs(folder: Path, count: int, seed: int = 0) -> list[str]:
@@ -150,7 +150,7 @@ def test_damaged_checkpoints_are_one_line_errors(tmp_path, damage):
 
 KILL_SCRIPT = """
 import sys, torch
-from vc.checkpoint import save_checkpoint
+from vc.artifacts.checkpoint import save_checkpoint
 path = sys.argv[1]
 big = {"w": torch.randn(20_000_000)}
 print("ready", flush=True)
@@ -225,7 +225,7 @@ def _equal_length_batch():
 
 
 def _gradients(model, src, src_lens, tgt, tgt_lens) -> dict[str, torch.Tensor]:
-    from vc.losses import compute_losses
+    from vc.training.losses import compute_losses
 
     out = model(src, src_lens, tgt, tgt_lens)
     compute_losses(out, tgt, tgt_lens, 2, 5.0, 0.4, 1.0).total.backward()
@@ -277,7 +277,7 @@ def test_resume_falls_back_past_a_damaged_newest_checkpoint_and_keeps_it(tmp_pat
     assert newest.name == "step0000006.pt"
     damaged = newest.read_bytes()[:700]
     newest.write_bytes(damaged)  # a disk that filled mid-copy
-    with caplog.at_level("WARNING", logger="vc.train"):
+    with caplog.at_level("WARNING", logger="vc.training.trainer"):
         trainer = Trainer(config, tmp_path / "exp", resume=True, progress=False)
     trainer.close()
     assert trainer.step == 3

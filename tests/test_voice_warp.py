@@ -1,4 +1,4 @@
-"""vc/voice_warp.py: the source speaker's codebook and the warp that moves other voices toward it."""
+"""vc/audio/voice_warp.py: the source speaker's codebook and the warp that moves other voices toward it."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import torch
 from tests.conftest import arctic_file
 from tests.test_convert import checkpoint  # noqa: F401  (the module-scoped fixture)
 from vc import Converter
+from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint
 from vc.audio import LogMel, read_audio
-from vc.checkpoint import load_checkpoint, save_checkpoint
+from vc.audio.dsp import mel_frequencies
+from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
 from vc.config import AudioConfig, Config
-from vc.dsp import mel_frequencies
 from vc.errors import CheckpointError, ConfigError
-from vc.voice_warp import VoiceCodebook, VoiceWarp
 
 AUDIO = AudioConfig()
 

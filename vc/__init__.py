@@ -8,7 +8,7 @@ DIST_NAME = "vc-tacotron"
 SOURCE_VERSION = "0.2.0"
 
 try:
-    # Recorded in every checkpoint (vc.checkpoint), so it must be the installed release's.
+    # Recorded in every checkpoint (vc.artifacts.checkpoint), so it must be the installed release's.
     __version__ = version(DIST_NAME)
 except PackageNotFoundError:
     __version__ = SOURCE_VERSION

@@ -30,7 +30,7 @@ def cmd_train(args) -> None:
     import os
 
     from vc.config import load_config
-    from vc.train import train
+    from vc.training.trainer import train
 
     config = load_config(args.config, args.overrides)
     rank = int(os.environ.get("RANK", "0"))
@@ -43,7 +43,7 @@ def cmd_train(args) -> None:
 
 def cmd_features(args) -> None:
     from vc.config import load_config
-    from vc.data import feature_cache_dir, load_features, require_lists
+    from vc.training.data import feature_cache_dir, load_features, require_lists
 
     config = load_config(args.config, args.overrides)
     cache_dir = feature_cache_dir(config, args.out)
@@ -54,7 +54,7 @@ def cmd_features(args) -> None:
 
 def cmd_stats(args) -> None:
     from vc.config import load_config
-    from vc.data import speaker_stats
+    from vc.training.data import speaker_stats
 
     config = load_config(args.config, args.overrides)
     speaker_stats(config, args.out, progress=not args.no_progress)
@@ -62,8 +62,8 @@ def cmd_stats(args) -> None:
 
 
 def cmd_durations(args) -> None:
-    from vc.durations import extract_durations
     from vc.fileio import refuse_overwrite
+    from vc.training.durations import extract_durations
 
     refuse_overwrite([args.out], args.overwrite)
 
@@ -106,7 +106,7 @@ def cmd_convert(args) -> None:
     vocoder_net = False if args.no_vocoder_net else args.vocoder_net  # None: the checkpoint's companion
     checkpoint = args.checkpoint
     if checkpoint is None:
-        from vc.pretrained import get_model, model_path
+        from vc.artifacts.pretrained import get_model, model_path
 
         checkpoint = model_path(args.model)
         if args.model is None:  # said once, so a user knows what converted their voice
@@ -156,10 +156,10 @@ def _refuse_existing_outputs(args, inputs: list[Path], outputs: list[Path], alig
 def cmd_score(args) -> None:
     import json
 
+    from vc.evaluation.metrics import require_analysis_libraries
+    from vc.evaluation.scoring import TABLE_COLUMNS, format_table
     from vc.evaluation.systems import json_ready, score_against_references
     from vc.fileio import atomic_write_text, refuse_overwrite
-    from vc.metrics import require_analysis_libraries
-    from vc.scoring import TABLE_COLUMNS, format_table
 
     refuse_overwrite([path for path in (args.out, args.json) if path], args.overwrite)
     require_analysis_libraries()  # MCD and F0: a missing pyworld fails now, not after the ceiling's work
@@ -191,9 +191,9 @@ def cmd_score(args) -> None:
 
 
 def cmd_gmm_peer(args) -> None:
-    from vc.data import read_pair_list
     from vc.evaluation.gmm_peer import run_gmm_peer
     from vc.fileio import refuse_overwrite
+    from vc.pairs import read_pair_list
 
     names = [Path(args.out_dir) / f"{pair.utt_id}.wav" for pair in read_pair_list(args.eval_list)]
     refuse_overwrite(names, args.overwrite)
@@ -219,7 +219,7 @@ def cmd_vocoder_train(args) -> None:
 
     from vc.config import load_config
     from vc.fileio import refuse_overwrite
-    from vc.mel2linear import TrainOptions, train_mel2linear
+    from vc.training.mel2linear import TrainOptions, train_mel2linear
 
     refuse_overwrite([args.out], args.overwrite)
     config = load_config(args.config)
@@ -244,7 +244,7 @@ def cmd_postfilter_train(args) -> None:
     import dataclasses
 
     from vc.fileio import refuse_overwrite
-    from vc.postfilter import TrainOptions, train_postfilter
+    from vc.training.postfilter import TrainOptions, train_postfilter
 
     refuse_overwrite([args.out], args.overwrite)
     names = {f.name for f in dataclasses.fields(TrainOptions)}
@@ -257,7 +257,7 @@ def cmd_postfilter_train(args) -> None:
 
 
 def cmd_export(args) -> None:
-    from vc.export import export_model
+    from vc.artifacts.export import export_model
     from vc.fileio import refuse_overwrite
 
     refuse_overwrite([args.out], args.overwrite)
@@ -275,7 +275,7 @@ def cmd_export(args) -> None:
 
 
 def cmd_average(args) -> None:
-    from vc.averaging import average_checkpoints, checkpoints_to_average
+    from vc.artifacts.averaging import average_checkpoints, checkpoints_to_average
 
     paths = checkpoints_to_average(args.inputs, args.last)
     summary = average_checkpoints(paths, args.out, overwrite=args.overwrite)
@@ -286,7 +286,7 @@ def cmd_average(args) -> None:
 
 
 def cmd_models(args) -> None:
-    from vc.pretrained import list_models
+    from vc.artifacts.pretrained import list_models
 
     for model in list_models():
         print(f"{model.name}{'  (default)' if model.default else ''}")
@@ -301,7 +301,7 @@ def cmd_models(args) -> None:
 
 
 def cmd_curve(args) -> None:
-    from vc.report import alignment_curve, format_curve
+    from vc.evaluation.curve import alignment_curve, format_curve
 
     print(format_curve(alignment_curve(args.exp)))
 

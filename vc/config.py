@@ -97,7 +97,7 @@ class InferenceConfig:
     # source speaker's speech (both divide by the source speaker's deviation).
     source_normalization: str = "speaker"
     # "auto" warps each input's frequency axis toward the training source speaker first (vocal
-    # tract length normalisation, vc/voice_warp.py) when the model holds that speaker's codebook
+    # tract length normalisation, vc/audio/voice_warp.py) when the model holds that speaker's codebook
     # (models trained since it existed); "none" never warps.
     source_warp: str = "auto"
     # Dropout of the decoder prenet at inference; None keeps model.decoder_prenet_dropout, the rate it
@@ -142,7 +142,7 @@ class DataConfig:
 
 @dataclass
 class AugmentConfig:
-    """Source-side augmentation during training (vc/augment.py); the target is never changed."""
+    """Source-side augmentation during training (vc/training/augment.py); the target is never changed."""
 
     # Fraction of training source utterances augmented per step; 0 = off (the bdl -> slt default).
     probability: float = 0.0
@@ -191,7 +191,7 @@ class TrainConfig:
     attention_entropy_weight: float = 0.0
     attention_entropy_from: int = 500
     # The spectral training loss: "l1+l2" (Tacotron 2's) or "l1" alone, whose optimum under an
-    # uncertain timing is a sharp transition rather than a ramp (vc/losses.py). Measured on bdl -> slt,
+    # uncertain timing is a sharp transition rather than a ramp (vc/training/losses.py). Measured on bdl -> slt,
     # "l1" left the model's output as it was (docs/ablation.md, "L1 alone"). The dev loss is always
     # L1 + L2, so runs stay comparable.
     spectral_loss: str = "l1+l2"
@@ -202,7 +202,7 @@ class TrainConfig:
     amp: bool = True  # only used on CUDA
     # Which checkpoint becomes best.pt: the lowest teacher-forced dev loss ("loss"), or the
     # lowest mel-cepstral distance of free-running dev conversions ("free_running", see
-    # vc/selection.py), which keeps tracking quality after the loss has gone flat.
+    # vc/training/selection.py), which keeps tracking quality after the loss has gone flat.
     select_by: str = "loss"
     select_utterances: int = 32  # dev utterances converted for "free_running"
 

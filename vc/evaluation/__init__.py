@@ -10,6 +10,6 @@ so `vc score` works without them and says which columns are missing:
 * ``naturalness``  predicted MOS: DNSMOS P.835 (the ONNX model shipped in ``speechmos``);
 * ``optional``     importing those packages quietly, and saying how to get them.
 
-Spectral and prosodic distances (MCD, F0) live in vc.metrics; folders and
-tables in vc.scoring.
+Spectral and prosodic distances (MCD, F0) live in vc.evaluation.metrics; folders and
+tables in vc.evaluation.scoring.
 """

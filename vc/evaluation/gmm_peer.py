@@ -8,8 +8,8 @@ parameter trajectory", IEEE TASLP 2007, as the sprocket toolkit (Kobayashi and T
 2018) runs it by default:
 
 - WORLD analysis every 5 ms (DIO + StoneMask, CheapTrick, D4C) and mel-cepstra of order 24,
-  with vc.metrics' settings, so the converter and the scorer see the same features;
-- the first ``pairs`` training pairs, speech frames only (the scorer's rule, vc.metrics.speech_frames),
+  with vc.evaluation.metrics' settings, so the converter and the scorer see the same features;
+- the first ``pairs`` training pairs, speech frames only (the scorer's rule, vc.evaluation.metrics.speech_frames),
   aligned by DTW on mel-cepstra without c0; joint vectors [x, dx, y, dy] of statics and deltas;
   a full-covariance GMM (EM, k-means start);
 - per source frame the most likely mixture given [x, dx] (the suboptimal mixture sequence of
@@ -39,10 +39,8 @@ from scipy.stats import multivariate_normal
 
 from vc.audio import read_audio, write_audio
 from vc.config import AudioConfig
-from vc.data import Pair, read_pair_list
 from vc.errors import VcError
-from vc.evaluation.optional import INSTALL_HINT, missing
-from vc.metrics import (
+from vc.evaluation.metrics import (
     F0_FLOOR,
     FRAME_PERIOD_MS,
     MCEP_ORDER,
@@ -53,6 +51,8 @@ from vc.metrics import (
     speech_frames,
     world_frames,
 )
+from vc.evaluation.optional import INSTALL_HINT, missing
+from vc.pairs import Pair, read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 
 log = logging.getLogger(__name__)

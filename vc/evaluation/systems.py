@@ -20,12 +20,13 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from vc.audio import AUDIO_FORMATS
+from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import Config, load_config
-from vc.data import read_pair_list
 from vc.errors import DataError
+from vc.evaluation.scoring import System, files_by_utterance, resynthesize_folder, score_systems
 from vc.evaluation.transcripts import find_transcripts, read_transcripts
-from vc.scoring import System, _audio_files, resynthesize_folder, score_systems
-from vc.vocoder import GriffinLimVocoder
+from vc.pairs import read_pair_list
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ def ceiling_vocoders(config: Config, checkpoint: str | Path | None) -> dict[str,
     a network, a second row keeps the pseudo-inverse path so the network's gain
     stays visible.
     """
-    from vc.mel2linear import build_vocoder
+    from vc.artifacts.mel2linear import build_vocoder
 
     rows = {CEILING: build_vocoder(config, checkpoint)}
     if rows[CEILING].magnitude_net is not None:
@@ -85,14 +86,14 @@ def score_against_references(
     transcripts = read_transcripts(text) if text else None
     if train_list is None and config.data.train_list and Path(config.data.train_list).is_file():
         train_list = config.data.train_list
-    utts = sorted(_audio_files(Path(converted), "converted"))
+    utts = sorted(files_by_utterance(Path(converted), "converted"))
     if not utts:
-        raise DataError(f"no .wav or .flac files in {converted}")
+        raise DataError(f"no {'/'.join(AUDIO_FORMATS)} files in {converted}")
     systems = [System(name, Path(converted))]
     systems += [System(row, Path(folder)) for row, folder in extra_systems]
     _check_row_names([system.name for system in systems])
     for system in systems[1:]:  # a wrong folder fails now, not after the ceiling's resynthesis
-        _audio_files(system.folder, system.name)
+        files_by_utterance(system.folder, system.name)
     if source:
         systems.append(System(SOURCE, Path(source)))
     with contextlib.ExitStack() as stack:

@@ -95,7 +95,7 @@ class Experiment:
     config_text: str | None = None
     evolution_columns: int = 8  # train.evolution_columns of the run
     training: dict[str, str] = field(default_factory=dict)  # label -> value, in display order
-    scalars: dict = field(default_factory=dict)  # tag -> [vc.report.Scalar]
+    scalars: dict = field(default_factory=dict)  # tag -> [vc.evaluation.curve.Scalar]
     rows: dict[str, dict] = field(default_factory=dict)  # vc score's rows, per_utterance dropped
     columns: list[Column] = field(default_factory=list)  # the score table's, in vc score's order
     titles: dict[str, Column] = field(default_factory=dict)  # every column scores.json declares, by key
@@ -146,7 +146,7 @@ def _read_config(exp: Experiment) -> None:
 
 
 def _read_training(exp: Experiment) -> None:
-    from vc.report import read_scalars
+    from vc.evaluation.curve import read_scalars
 
     try:
         exp.scalars = read_scalars(exp.folder)
@@ -184,7 +184,7 @@ def _read_training(exp: Experiment) -> None:
 
 
 def _averaged_from(path: Path) -> str:
-    from vc.checkpoint import load_checkpoint
+    from vc.artifacts.checkpoint import load_checkpoint
 
     try:
         steps = load_checkpoint(path).get("info", {}).get("averaged_steps")

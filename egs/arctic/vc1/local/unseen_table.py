@@ -16,8 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+from vc.evaluation.scoring import TABLE_COLUMNS, format_table, summarize
 from vc.fileio import atomic_write_text
-from vc.scoring import TABLE_COLUMNS, format_table, summarize
 
 MODEL_ROW, INPUT_ROW = "model", "no conversion (source)"
 SHOWN = ("wer", "cer", "mcd", "f0_rmse", "sim_target", "mos_ovrl", "utterances")

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import torch
 
-from vc.checkpoint import INFERENCE_KEYS, load_checkpoint, save_checkpoint
-from vc.mel2linear import EMBEDDED_VOCODER_KEY, find_mel2linear, read_mel2linear_payload
-from vc.postfilter import EMBEDDED_KEY as EMBEDDED_POSTFILTER_KEY
-from vc.postfilter import find_postfilter, read_postfilter_payload
+from vc.artifacts.checkpoint import INFERENCE_KEYS, load_checkpoint, save_checkpoint
+from vc.artifacts.mel2linear import EMBEDDED_VOCODER_KEY, find_mel2linear, read_mel2linear_payload
+from vc.artifacts.postfilter import EMBEDDED_KEY as EMBEDDED_POSTFILTER_KEY
+from vc.artifacts.postfilter import find_postfilter, read_postfilter_payload
 
 
 def _half(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

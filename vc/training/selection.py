@@ -21,8 +21,8 @@ import torch
 
 from vc.audio import FeatureStats
 from vc.config import AudioConfig, Config
-from vc.data import ParallelDataset, batches_in_order
-from vc.metrics import dtw, mel_cepstral_distortion
+from vc.evaluation.metrics import dtw, mel_cepstral_distortion
+from vc.training.data import ParallelDataset, batches_in_order
 
 CEPSTRAL_ORDER = 24  # coefficients 1..24 compared; c0 (level) left out, as MCD does
 

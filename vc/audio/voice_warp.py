@@ -10,7 +10,7 @@ input's frames look most like the source speaker's:
 - training keeps a codebook of the source speaker's frames (k-means over
   log-mel frames, each frame's mean removed so that level does not count);
 - at conversion, for every factor a of a grid the codewords are warped by
-  1/a (``vc.augment.warp_table``, the warp the augmentation draws), which is
+  1/a (``warp_table`` below, the warp the augmentation draws), which is
   the same as warping the input by a, and the factor whose codewords lie
   closest to the input's loud frames (bands above ``MIN_HZ``) wins.
 
@@ -32,9 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from vc.augment import warp_table
+from vc.audio.dsp import hz_to_mel, mel_frequencies
 from vc.config import AudioConfig
-from vc.dsp import mel_frequencies
 
 MIN_HZ = 200.0  # bands below carry F0 and hum, not the vocal tract
 CODEBOOK_SIZE = 64
@@ -67,6 +66,18 @@ def loud_frames(mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
     energy = mels.mean(dim=-1).masked_fill(~valid, float("nan"))
     threshold = torch.nanquantile(energy.float(), LOUD_QUANTILE, dim=1, keepdim=True)
     return valid & (energy >= threshold)
+
+
+def warp_table(audio: AudioConfig, factors: np.ndarray) -> torch.Tensor:
+    """(len(factors), n_mels) fractional input bin that each output bin reads under each warp.
+
+    A voice scaled by factor a has at frequency f what the original had at f / a.
+    """
+    centers_hz = mel_frequencies(audio.n_mels + 2, fmin=audio.fmin, fmax=audio.fmax)[1:-1]
+    centers_mel = hz_to_mel(centers_hz)
+    bins = np.arange(audio.n_mels, dtype=np.float64)
+    rows = [np.interp(hz_to_mel(centers_hz / factor), centers_mel, bins) for factor in factors]
+    return torch.tensor(np.stack(rows), dtype=torch.float32)
 
 
 @dataclass

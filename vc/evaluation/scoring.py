@@ -5,7 +5,7 @@ ceiling, the natural target...) is a folder of files named by utterance id.
 Every file is scored in a pool of worker processes, one job per file:
 
 * spectral and prosodic distances to the same utterance of the target speaker
-  (MCD, F0 RMSE and correlation, duration ratio; vc.metrics);
+  (MCD, F0 RMSE and correlation, duration ratio; vc.evaluation.metrics);
 * intelligibility: an offline recogniser's word and character error rates
   against the transcript (vc.evaluation.recognizer, .transcripts);
 * speaker similarity: cosine of a speaker embedding to the target speaker's
@@ -32,17 +32,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vc.audio import LogMel, read_audio, write_audio
+from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio, write_audio
+from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import AudioConfig, Config
 from vc.errors import DataError, VcError
 from vc.evaluation import naturalness, recognizer, speaker
+from vc.evaluation.metrics import score_pair
 from vc.evaluation.transcripts import error_counts
 from vc.fileio import atomic_write_text
-from vc.metrics import score_pair
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
-from vc.vocoder import GriffinLimVocoder
 
-AUDIO_SUFFIXES = (".wav", ".flac")
 # (title, key, format): the table's columns in order; lower is better for mcd,
 # f0_rmse, wer, cer and sim_source, higher for the others.
 TABLE_COLUMNS = (
@@ -133,14 +132,12 @@ def _run_job(job: Job) -> dict:
         raise type(exc)(f"{job.utt} ({job.path}): {exc}") from None
 
 
-def _audio_files(folder: Path, role: str) -> dict[str, Path]:
-    """Utterance id (file stem) -> path of the .wav/.flac files in a folder."""
+def files_by_utterance(folder: Path, role: str) -> dict[str, Path]:
+    """Utterance id (file stem) -> path of the audio files in a folder (vc.audio.audio_files)."""
     if not folder.is_dir():
         raise DataError(f"{role} folder not found: {folder}")
     files: dict[str, Path] = {}
-    for path in sorted(folder.iterdir()):
-        if path.suffix.lower() not in AUDIO_SUFFIXES or not path.is_file():
-            continue
+    for path in audio_files(folder):
         if path.stem in files:
             raise DataError(
                 f"two {role} files for utterance {path.stem}: {files[path.stem].name}, {path.name}"
@@ -151,13 +148,13 @@ def _audio_files(folder: Path, role: str) -> dict[str, Path]:
 
 def _match_files(converted_dir: Path, reference_dir: Path, only=None) -> list[tuple[str, Path, Path]]:
     """(utt id, converted path, reference path) for every converted file (or those in ``only``), sorted by id."""
-    converted = _audio_files(converted_dir, "converted")
+    converted = files_by_utterance(converted_dir, "converted")
     if only is not None:
         wanted = set(only)
         converted = {utt: path for utt, path in converted.items() if utt in wanted}
     if not converted:
-        raise DataError(f"no .wav or .flac files in {converted_dir}")
-    references = _audio_files(reference_dir, "reference")
+        raise DataError(f"no {'/'.join(AUDIO_FORMATS)} files in {converted_dir}")
+    references = files_by_utterance(reference_dir, "reference")
     missing = [utt for utt in converted if utt not in references]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
@@ -240,7 +237,7 @@ def score_systems(
     references = {utt: ref for utt, _, ref in first}
     jobs, files = [], {utt: {} for utt in utts}
     for system in systems:
-        found = _audio_files(system.folder, system.name)
+        found = files_by_utterance(system.folder, system.name)
         absent = [utt for utt in utts if utt not in found]
         if absent:
             raise DataError(f"{system.name}: no file for {absent[0]} in {system.folder}")
@@ -418,7 +415,7 @@ def resynthesize_folder(
     else a temporary one. ``vocoder`` defaults to the pseudo-inverse Griffin-Lim
     path of the config; pass the one `vc convert` uses so the ceiling moves with it.
     """
-    references = _audio_files(Path(reference_dir), "reference")
+    references = files_by_utterance(Path(reference_dir), "reference")
     features = LogMel(config.audio)
     vocoder = vocoder or GriffinLimVocoder(config.audio, config.vocoder)
     generator = torch.Generator().manual_seed(0)

@@ -25,19 +25,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vc import __version__
+from vc.artifacts.checkpoint import load_checkpoint, private_rng
+from vc.artifacts.durations import save_durations
 from vc.audio import FeatureStats
-from vc.checkpoint import load_checkpoint, private_rng
 from vc.config import Config
-from vc.data import load_features
-from vc.errors import CheckpointError, DataError
-from vc.fileio import atomic_open
+from vc.errors import CheckpointError
 from vc.model import build_model
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.training.data import load_features
 
 log = logging.getLogger(__name__)
-
-FORMAT = "vc-durations"
 
 
 def frame_alignment(alignment: np.ndarray, frames: int, reduction_factor: int) -> np.ndarray:
@@ -158,51 +155,3 @@ def extract_durations(
         100 * report.zero_fraction,
     )
     return report
-
-
-def save_durations(path, durations: dict[str, torch.Tensor], config: Config, teacher: str, report) -> None:
-    payload = {
-        "format": FORMAT,
-        "vc_version": __version__,
-        "teacher": teacher,
-        "encoder_reduction_factor": config.model.encoder_reduction_factor,
-        "reduction_factor": config.model.reduction_factor,
-        "report": dict(vars(report)),
-        "durations": durations,
-    }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with atomic_open(path) as out:
-        torch.save(payload, out)
-
-
-def load_durations(path: str | Path, encoder_reduction_factor: int) -> dict[str, torch.Tensor]:
-    """utt_id -> (N,) int durations; refuses a file made for another encoder frame stacking."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"durations file not found: {path} (vc durations writes it)")
-    try:
-        payload = torch.load(path, weights_only=True)
-    except Exception:
-        raise DataError(f"{path} is not a readable durations file (corrupt or truncated)") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise DataError(f"{path} is not a vc durations file (no '{FORMAT}' marker)")
-    if payload["encoder_reduction_factor"] != encoder_reduction_factor:
-        raise DataError(
-            f"{path} counts frames per {payload['encoder_reduction_factor']} stacked source frames, "
-            f"the model stacks {encoder_reduction_factor} (model.encoder_reduction_factor)"
-        )
-    return payload["durations"]
-
-
-def check_durations(durations: dict[str, torch.Tensor], features, encoder_reduction_factor: int) -> None:
-    """Every utterance has durations with one entry per encoder step, summing to its target frames."""
-    for utt, (src, tgt) in features.items():
-        if utt not in durations:
-            raise DataError(f"no durations for utterance {utt}: run vc durations on its list")
-        found = durations[utt]
-        steps = -(-len(src) // encoder_reduction_factor)
-        if len(found) != steps or int(found.sum()) != len(tgt):
-            raise DataError(
-                f"durations of {utt} do not fit its features ({len(found)} steps summing to "
-                f"{int(found.sum())}, expected {steps} summing to {len(tgt)}): run vc durations again"
-            )

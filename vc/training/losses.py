@@ -133,7 +133,7 @@ def compute_losses(
 def teacher_forced_losses(
     model, batch, config, guided_weight: float, entropy_weight: float = 0.0, l2: bool = True
 ) -> Losses:
-    """Teacher-forced forward of a vc.data.Batch and its losses, as training and validation compute them.
+    """Teacher-forced forward of a vc.training.data.Batch and its losses, as training and validation compute them.
 
     Validation leaves entropy_weight at 0 and l2 on, so dev losses stay comparable across runs.
     """

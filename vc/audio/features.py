@@ -2,7 +2,7 @@
 
 The log-mel follows the ARCTIC recipes of ESPnet and seq2seq-vc so numbers
 compare: magnitude STFT (zero-padded, centred frames), Slaney mel filterbank
-(`librosa.filters.mel` defaults, computed in vc/dsp.py), log_base(max(mel, log_floor)).
+(`librosa.filters.mel` defaults, computed in vc/audio/dsp.py), log_base(max(mel, log_floor)).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import soundfile as sf
 import torch
 
+from vc.audio.dsp import mel_filterbank, trim_silence
 from vc.config import AudioConfig
-from vc.dsp import mel_filterbank, trim_silence
 from vc.errors import AudioError
 from vc.fileio import atomic_open
 
@@ -86,6 +86,14 @@ def _check_duration(seconds: float, config: AudioConfig, name: str) -> None:
 
 
 AUDIO_FORMATS = {".wav": ("WAV", "PCM_16"), ".flac": ("FLAC", "PCM_16"), ".ogg": ("OGG", "VORBIS")}
+
+
+def audio_files(folder: str | Path) -> list[Path]:
+    """The audio files (AUDIO_FORMATS suffixes, any case) directly in a folder, sorted by name.
+
+    The one folder lister: conversion inputs, scoring folders and training recordings all use it.
+    """
+    return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in AUDIO_FORMATS and p.is_file())
 
 
 def write_audio(path: str | Path, wave: np.ndarray, sample_rate: int) -> None:

@@ -23,22 +23,10 @@ import numpy as np
 import torch
 
 from vc.audio import FeatureStats
+from vc.audio.voice_warp import warp_table
 from vc.config import AudioConfig, AugmentConfig
-from vc.dsp import hz_to_mel, mel_frequencies
 
 WARP_GRID = 64  # warp factors are drawn from this many log-spaced values: one gather table
-
-
-def warp_table(audio: AudioConfig, factors: np.ndarray) -> torch.Tensor:
-    """(len(factors), n_mels) fractional input bin that each output bin reads under each warp.
-
-    A voice scaled by factor a has at frequency f what the original had at f / a.
-    """
-    centers_hz = mel_frequencies(audio.n_mels + 2, fmin=audio.fmin, fmax=audio.fmax)[1:-1]
-    centers_mel = hz_to_mel(centers_hz)
-    bins = np.arange(audio.n_mels, dtype=np.float64)
-    rows = [np.interp(hz_to_mel(centers_hz / factor), centers_mel, bins) for factor in factors]
-    return torch.tensor(np.stack(rows), dtype=torch.float32)
 
 
 class SourceAugment:

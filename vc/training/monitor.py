@@ -19,13 +19,12 @@ import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
+from vc.artifacts.checkpoint import private_rng
 from vc.audio import FeatureStats
-from vc.checkpoint import private_rng
+from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import Config
-from vc.data import ParallelDataset, batches_in_order, collate
+from vc.evaluation.metrics import diagonal_ratio, focus_rate
 from vc.fileio import atomic_open
-from vc.losses import student_losses, teacher_forced_losses
-from vc.metrics import diagonal_ratio, focus_rate
 from vc.model import Seq2SeqVC, decoder_steps
 from vc.plotting import (
     alignment_figure,
@@ -35,8 +34,9 @@ from vc.plotting import (
     save_figure,
     stop_figure,
 )
-from vc.selection import free_running_distance
-from vc.vocoder import GriffinLimVocoder
+from vc.training.data import ParallelDataset, batches_in_order, collate
+from vc.training.losses import student_losses, teacher_forced_losses
+from vc.training.selection import free_running_distance
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class Monitor:
         """Log the dev views and return the score that train.select_by ranks checkpoints by (lower wins).
 
         The teacher-forced dev loss over the whole dev list always; with
-        ``select_by: free_running`` also the free-running dev distance (vc/selection.py).
+        ``select_by: free_running`` also the free-running dev distance (vc/training/selection.py).
         """
         model.eval()
         # A private RNG stream: evaluation neither perturbs training (exact resume)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vc.checkpoint import INFERENCE_KEYS, load_checkpoint, save_checkpoint, step_checkpoints
+from vc.artifacts.checkpoint import INFERENCE_KEYS, load_checkpoint, save_checkpoint, step_checkpoints
 from vc.errors import CheckpointError
 from vc.fileio import refuse_overwrite
 

@@ -1,10 +1,6 @@
-"""Parallel data: pair lists, cached features, padded batches, length buckets.
+"""Parallel data: cached features of pair lists (vc.pairs), padded batches, length buckets.
 
-A pair list is a text file with one utterance per line:
-
-    utt_id<TAB>source_audio<TAB>target_audio
-
-Relative paths are resolved against the list's folder. Features are computed
+Features are computed
 once per (list, audio config) and cached on disk; training then reads only the
 cache.
 """
@@ -26,39 +22,10 @@ from vc.audio import FeatureStats, LogMel, logmel_numpy, read_audio
 from vc.config import AudioConfig
 from vc.errors import DataError
 from vc.fileio import atomic_open, atomic_write_text
+from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Pair:
-    utt_id: str
-    source: Path
-    target: Path
-
-
-def read_pair_list(path: str | Path) -> list[Pair]:
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"pair list not found: {path}")
-    pairs = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split("\t")
-        if len(fields) != 3:
-            raise DataError(f"{path}:{number}: expected 'utt_id<TAB>source<TAB>target', got {line!r}")
-        utt_id, source, target = fields
-        pairs.append(Pair(utt_id, path.parent / source, path.parent / target))
-    if not pairs:
-        raise DataError(f"pair list {path} is empty")
-    return pairs
-
-
-def write_pair_list(path: str | Path, pairs: list[Pair]) -> None:
-    lines = [f"{p.utt_id}\t{Path(p.source).resolve()}\t{Path(p.target).resolve()}" for p in pairs]
-    atomic_write_text(Path(path), "\n".join(lines) + "\n")
 
 
 Features = dict[str, tuple[np.ndarray, np.ndarray]]  # utt_id -> (source log-mel, target log-mel)
@@ -145,7 +112,7 @@ def speaker_stats(
 class ParallelDataset(torch.utils.data.Dataset):
     """Normalised (utt_id, source, target[, durations]) tensors, in a fixed (sorted id) order.
 
-    ``durations``: utt_id -> (N,) target frames per encoder step (vc.durations), for the
+    ``durations``: utt_id -> (N,) target frames per encoder step (vc.training.durations), for the
     non-autoregressive converter; every item then carries its row.
     """
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import torch
 from torch import distributed as dist
 
-from vc.augment import SourceAugment
-from vc.checkpoint import (
+from vc.artifacts.checkpoint import (
     load_checkpoint,
     prune_checkpoints,
     rng_state,
@@ -25,8 +24,15 @@ from vc.checkpoint import (
     set_rng_state,
     step_checkpoints,
 )
+from vc.artifacts.durations import check_durations, load_durations
+from vc.audio.voice_warp import VoiceCodebook
 from vc.config import Config, dump_config
-from vc.data import (
+from vc.errors import CheckpointError, DataError
+from vc.fileio import atomic_write_text
+from vc.model import build_model
+from vc.progress import progress
+from vc.training.augment import SourceAugment
+from vc.training.data import (
     BucketBatchSampler,
     ParallelDataset,
     collate,
@@ -35,14 +41,8 @@ from vc.data import (
     require_lists,
     speaker_stats,
 )
-from vc.durations import check_durations, load_durations
-from vc.errors import CheckpointError, DataError
-from vc.fileio import atomic_write_text
-from vc.losses import student_losses, teacher_forced_losses
-from vc.model import build_model
-from vc.monitor import Monitor
-from vc.progress import progress
-from vc.voice_warp import VoiceCodebook
+from vc.training.losses import student_losses, teacher_forced_losses
+from vc.training.monitor import Monitor
 
 log = logging.getLogger(__name__)
 # The progress bar's losses: (label, loss name), those the model kind has.

@@ -1,7 +1,7 @@
 """The file format of the small networks that travel with a conversion checkpoint.
 
-The mel -> linear network (vc.mel2linear) and the GAN post-filter
-(vc.postfilter) are each saved beside the checkpoint they serve, or embedded in
+The mel -> linear network (vc.training.mel2linear) and the GAN post-filter
+(vc.training.postfilter) are each saved beside the checkpoint they serve, or embedded in
 an exported model file, as one dict: a format marker, the vc version, the
 network's constructor arguments, its weights, the audio settings it was
 trained under and a free ``info`` dict. ``load_companion`` finds the one that
@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from vc import __version__
-from vc.checkpoint import load_checkpoint
+from vc.artifacts.checkpoint import load_checkpoint
 from vc.config import AudioConfig
 from vc.errors import CheckpointError
 from vc.fileio import atomic_open

@@ -23,31 +23,17 @@ from typing import Any
 
 import torch
 
+from vc.artifacts.mel2linear import load_mel2linear, save_mel2linear
 from vc.audio import AUDIO_FORMATS, LogMel, read_audio
-from vc.checkpoint import private_rng
-from vc.companion import (
-    CompanionKind,
-    find_companion,
-    load_companion,
-    network_from_payload,
-    read_network_payload,
-    save_network,
-)
-from vc.config import AudioConfig, Config
-from vc.data import read_pair_list
-from vc.durations import load_durations
+from vc.config import AudioConfig
 from vc.errors import DataError
-from vc.model.aligned_source import aligned_source
+from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.model.mel2linear import Mel2Linear, fit_linear
+from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
-from vc.vocoder import GriffinLimVocoder
 
 log = logging.getLogger(__name__)
 
-FORMAT = "vc-mel2linear"
-COMPANION_NAME = "mel2linear.pt"
-EMBEDDED_VOCODER_KEY = "vocoder_net"  # where `vc export` puts the network inside a model file
-KIND = CompanionKind(Mel2Linear, FORMAT, "mel2linear network", COMPANION_NAME, EMBEDDED_VOCODER_KEY)
 # Target magnitudes are log10(max(|STFT|, MAGNITUDE_FLOOR)). Sixteen-bit
 # recordings have their noise floor near 1e-3 on this scale; below 1e-5 nothing
 # is audible, and a lower floor would let silent bins dominate an L1 loss.
@@ -79,7 +65,7 @@ def audio_files(paths: list[str | Path]) -> list[Path]:
     found: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix.lower() in AUDIO_FORMATS)
+            files = audio_files(path)
             if not files:
                 raise DataError(f"no {'/'.join(AUDIO_FORMATS)} files in folder {path}")
             found += files
@@ -290,139 +276,5 @@ def predicted_mels(
     Frame k of each is the model's estimate of target frame k, so it pairs with
     the target's magnitude. Shapes: target_mels and the result, lists of (T, n_mels).
     """
-    outputs = teacher_forced(checkpoint, paths, files, target_mels, audio, progress)
+    outputs = teacher_forced(for_teacher_forcing(checkpoint), paths, files, target_mels, audio, progress)
     return [mel for mel, _ in outputs]
-
-
-@torch.no_grad()
-def teacher_forced(
-    checkpoint, paths, files: list[Path], target_mels, audio: AudioConfig, progress: bool = True
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Per pair whose target is in ``files``: the model's teacher-forced log-mel (target scale) and
-    its normalised input frames at that output's timing (vc.model.aligned_source).
-
-    Runs in length-sorted batches of 16, in the order of ``files``.
-    Shapes: target_mels, lists of (T, n_mels); returns [((T, n_mels), (T, n_mels))].
-    """
-    from vc.inference import Converter  # vc.inference imports this module
-
-    lists = [p for p in map(Path, paths) if p.suffix.lower() in (".tsv", ".txt", ".scp")]
-    by_target = {pair.target: pair for path in lists for pair in read_pair_list(path)}
-    missing = [f for f in files if f not in by_target]
-    if missing:
-        raise DataError(f"--checkpoint needs pair lists: no source for {missing[0]}")
-    converter = Converter.from_checkpoint(checkpoint, device="cpu", vocoder_net=False, postfilter=False)
-    if converter.config.audio != audio:
-        raise DataError(f"{checkpoint} uses other audio settings than --config; pass its config.yaml")
-    model_config = converter.config.model
-    durations = (
-        load_durations(converter.config.data.durations, model_config.encoder_reduction_factor)
-        if model_config.kind == "nonautoregressive"
-        else None
-    )
-    pad = torch.nn.utils.rnn.pad_sequence
-    order = sorted(range(len(files)), key=lambda k: len(target_mels[k]))
-    outputs: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(files)
-    with show_progress(total=len(files), desc="predicted mels", unit="file", disable=not progress) as bar:
-        for start in range(0, len(order), 16):
-            chunk = order[start : start + 16]
-            waves = [torch.from_numpy(read_audio(by_target[files[k]].source, audio)) for k in chunk]
-            src, src_lens = converter.features(
-                pad(waves, batch_first=True), torch.tensor([len(w) for w in waves])
-            )
-            src = converter.src_stats.normalize(src)
-            tgt = pad([target_mels[k] for k in chunk], batch_first=True)
-            tgt_lens = torch.tensor([len(target_mels[k]) for k in chunk])
-            with private_rng(0, converter.device):
-                if durations is None:
-                    out = converter.model(src, src_lens, converter.tgt_stats.normalize(tgt), tgt_lens)
-                else:  # the non-autoregressive converter at the durations it trained on
-                    utts = [by_target[files[k]].utt_id for k in chunk]
-                    out = converter.model(src, src_lens, pad([durations[u] for u in utts], batch_first=True))
-            after = converter.tgt_stats.denormalize(out.after).float()
-            source = aligned_source(
-                src, src_lens, out.alignments, out.enc_lens, tgt_lens,
-                model_config.reduction_factor if durations is None else 1, model_config.encoder_reduction_factor,
-            )  # fmt: skip
-            for row, k in enumerate(chunk):
-                length = int(tgt_lens[row])
-                outputs[k] = (after[row, :length].clone(), source[row, :length].float().clone())
-            bar.update(len(chunk))
-    return outputs
-
-
-def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info: dict | None = None) -> None:
-    """Atomic torch.save of the network, its hyper-parameters and the audio settings it expects."""
-    save_network(path, FORMAT, net, net.hparams, audio, info)
-
-
-def read_mel2linear_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
-    """The saved dict of a network file (format checked), for loading or for embedding elsewhere."""
-    return read_network_payload(path, KIND.marker, KIND.what, map_location)
-
-
-def mel2linear_from_payload(
-    payload: dict,
-    where: str | Path,
-    audio: AudioConfig | None = None,
-    map_location: str | torch.device = "cpu",
-) -> Mel2Linear:
-    """The network of a saved dict (a file's or one embedded in a model file) in eval mode, float32.
-
-    With ``audio``, refuse one trained under other audio settings; ``where`` names it in errors.
-    """
-    return network_from_payload(payload, KIND.build, KIND.what, where, audio, map_location)
-
-
-def load_mel2linear(
-    path: str | Path, audio: AudioConfig | None = None, map_location: str | torch.device = "cpu"
-) -> Mel2Linear:
-    """The network in eval mode; with ``audio``, refuse one trained under other audio settings."""
-    return mel2linear_from_payload(read_mel2linear_payload(path, map_location), path, audio, map_location)
-
-
-def companion_path(checkpoint: str | Path) -> Path:
-    """Where the network of a conversion checkpoint lives: beside it, named COMPANION_NAME."""
-    return Path(checkpoint).parent / COMPANION_NAME
-
-
-def find_mel2linear(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:
-    """The network file to use: ``explicit`` when a path, none when False, else the companion if present."""
-    return find_companion(checkpoint, COMPANION_NAME, explicit)
-
-
-def load_vocoder_net(
-    audio: AudioConfig,
-    checkpoint: str | Path | None,
-    vocoder_net: str | Path | bool | None = None,
-    device: str | torch.device = "cpu",
-    payload: dict | None = None,
-) -> Mel2Linear | None:
-    """The network `vc convert` uses with ``checkpoint``, or None (the pseudo-inverse); logs which.
-
-    ``vocoder_net``: a network file; False: none; None: the one inside an exported
-    or bundled model file, else the companion beside the checkpoint (see
-    vc.companion.load_companion). ``payload``: the checkpoint when already loaded,
-    so it is not read twice.
-    """
-    net, where = load_companion(KIND, audio, checkpoint, vocoder_net, device, payload)
-    # debug, not info: vc convert's stderr on bad input must stay one error line (vc -v shows it)
-    if net is None:
-        log.debug("vocoder: mel -> linear by filterbank pseudo-inverse (%s)", where)
-    else:
-        log.debug("vocoder: mel -> linear by the network %s", where)
-    return net
-
-
-def build_vocoder(
-    config: Config,
-    checkpoint: str | Path | None = None,
-    vocoder_net: str | Path | bool | None = None,
-    device: str | torch.device = "cpu",
-) -> GriffinLimVocoder:
-    """The Griffin-Lim vocoder `vc convert` uses with ``checkpoint`` (same network, same fallback).
-
-    ``vocoder_net=False`` gives the pseudo-inverse path whatever lies beside the checkpoint.
-    """
-    net = load_vocoder_net(config.audio, checkpoint, vocoder_net, device)
-    return GriffinLimVocoder(config.audio, config.vocoder, net).to(device)

@@ -32,29 +32,17 @@ from typing import Any
 
 import torch
 
+from vc.artifacts.checkpoint import load_checkpoint
+from vc.artifacts.postfilter import save_postfilter
 from vc.audio import FeatureStats, LogMel, read_audio
-from vc.checkpoint import load_checkpoint
-from vc.companion import (
-    CompanionKind,
-    find_companion,
-    load_companion,
-    network_from_payload,
-    read_network_payload,
-    save_network,
-)
 from vc.config import AudioConfig, Config
-from vc.data import read_pair_list
 from vc.errors import ConfigError, DataError
-from vc.mel2linear import teacher_forced
+from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
+from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress
 
 log = logging.getLogger(__name__)
-
-FORMAT = "vc-postfilter"
-COMPANION_NAME = "postfilter.pt"
-EMBEDDED_KEY = "postfilter"  # where `vc export` puts the network inside a model file
-KIND = CompanionKind(MelPostfilter, FORMAT, "post-filter", COMPANION_NAME, EMBEDDED_KEY)
 
 
 @dataclasses.dataclass
@@ -93,7 +81,7 @@ def training_examples(
     for pair in show_progress(pairs, desc="features", unit="file", disable=not progress):
         natural.append(extractor(torch.from_numpy(read_audio(pair.target, audio))[None])[0][0])
     files = [pair.target for pair in pairs]
-    predicted = teacher_forced(checkpoint, pair_lists, files, natural, audio, progress)
+    predicted = teacher_forced(for_teacher_forcing(checkpoint), pair_lists, files, natural, audio, progress)
     return [(mel, source, target) for (mel, source), target in zip(predicted, natural, strict=True)]
 
 
@@ -218,47 +206,3 @@ def _optimise(generator, items, options: TrainOptions, budget: float, rng, progr
             bar.update(1)
     generator.eval()
     return step
-
-
-def save_postfilter(
-    path: str | Path, net: MelPostfilter, audio: AudioConfig, info: dict | None = None
-) -> None:
-    """Atomic torch.save of the generator, its hyper-parameters and the audio settings it expects."""
-    save_network(path, FORMAT, net, net.hparams, audio, info)
-
-
-def read_postfilter_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
-    """The saved dict of a post-filter file (format checked), for loading or embedding."""
-    return read_network_payload(path, KIND.marker, KIND.what, map_location)
-
-
-def postfilter_from_payload(
-    payload: dict,
-    where: str | Path,
-    audio: AudioConfig | None = None,
-    map_location: str | torch.device = "cpu",
-) -> MelPostfilter:
-    """The generator of a saved dict in eval mode, float32; with ``audio``, refuse other audio settings."""
-    return network_from_payload(payload, KIND.build, KIND.what, where, audio, map_location)
-
-
-def find_postfilter(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:
-    """The post-filter file to use: ``explicit`` when a path, none when False, else the companion if present."""
-    return find_companion(checkpoint, COMPANION_NAME, explicit)
-
-
-def load_postfilter(
-    audio: AudioConfig,
-    checkpoint: str | Path | None,
-    postfilter: str | Path | bool | None = None,
-    device: str | torch.device = "cpu",
-    payload: dict | None = None,
-) -> MelPostfilter | None:
-    """The post-filter `vc convert` applies with ``checkpoint``, or None.
-
-    ``postfilter``: a file; False: none; None: the one inside an exported model
-    file, else the companion beside the checkpoint (vc.companion.load_companion).
-    """
-    net, where = load_companion(KIND, audio, checkpoint, postfilter, device, payload)
-    log.debug("post-filter: %s", "none" if net is None else f"the network {where}")
-    return net

@@ -1,0 +1,104 @@
+"""The package's floor plan: each folder one job, imports flowing downward only, no import circle.
+
+Every `import vc...` / `from vc... import` in vc/, at the top of a module or inside a
+function, is an edge of the module graph. A module may import only from its own layer's
+folder or a lower layer (cli -> training -> evaluation -> inference -> artifacts ->
+model / audio -> the base modules), and the graph has no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "vc"
+# Lower number = lower layer. A module's layer is that of its longest matching prefix.
+LAYERS = {
+    "vc.errors": 0, "vc.config": 0, "vc.fileio": 0, "vc.progress": 0, "vc.quiet": 0,
+    "vc.pairs": 0, "vc.plotting": 0,
+    "vc.audio": 1, "vc.model": 1,
+    "vc.artifacts": 2,
+    "vc.inference": 3,
+    "vc.evaluation": 4,
+    "vc.training": 5, "vc.listening": 5,
+    "vc.cli": 6, "vc.__main__": 7,
+}  # fmt: skip
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in ROOT.rglob("*.py")}
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """The vc modules a file imports anywhere in it (a `from pkg import name` of a submodule counts as it)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("vc")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("vc"):
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in known}
+    return {name for name in found if name in known}
+
+
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    edges = {}
+    for name, path in found.items():
+        # The root package's lazy attributes (vc.Converter) and a module's own parent packages are
+        # not dependencies: Python runs a parent package's __init__ before any submodule.
+        parents = {name.rsplit(".", k)[0] for k in range(1, name.count(".") + 1)}
+        edges[name] = {m for m in imports(path, set(found)) if m != "vc" and m not in parents and m != name}
+    return edges
+
+
+def layer(name: str) -> int:
+    matches = [prefix for prefix in LAYERS if name == prefix or name.startswith(prefix + ".")]
+    if not matches:
+        pytest.fail(f"{name} has no layer in tests/test_layout.py: give its folder one")
+    return LAYERS[max(matches, key=len)]
+
+
+def test_every_module_has_a_layer_and_imports_only_downward():
+    upward = [
+        f"{module} (layer {layer(module)}) imports {target} (layer {layer(target)})"
+        for module, targets in graph().items()
+        if module != "vc"
+        for target in targets
+        if layer(target) > layer(module)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_module_imports_another_that_imports_it_back():
+    edges = graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == 1:
+                cycles.append(" -> ".join(path[path.index(target) :] + [node, target]))
+            elif target not in state:
+                visit(target, path + [node])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_the_graph_sees_function_level_imports():
+    """A lazy import inside a function is an edge too (the old inference -> mel2linear -> inference circle)."""
+    edges = graph()
+    assert "vc.inference.converter" in edges["vc.inference.teacher_forcing"]
+    assert "vc.training.trainer" in edges["vc.cli"]  # imported inside cmd_train

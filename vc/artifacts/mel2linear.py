@@ -1,0 +1,110 @@
+"""The mel -> linear magnitude network's file (vc.model.mel2linear): save, find and load it.
+
+The file is a small companion of the conversion checkpoint: `vc convert` and
+Converter.from_checkpoint use ``mel2linear.pt`` beside the checkpoint when it
+is there (COMPANION_NAME), the one embedded in an exported model file first,
+and the filterbank pseudo-inverse otherwise. vc.training.mel2linear trains it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+
+from vc.artifacts.companion import (
+    CompanionKind,
+    find_companion,
+    load_companion,
+    network_from_payload,
+    read_network_payload,
+    save_network,
+)
+from vc.audio.griffin_lim import GriffinLimVocoder
+from vc.config import AudioConfig, Config
+from vc.model.mel2linear import Mel2Linear
+
+log = logging.getLogger(__name__)
+
+FORMAT = "vc-mel2linear"
+COMPANION_NAME = "mel2linear.pt"
+EMBEDDED_VOCODER_KEY = "vocoder_net"  # where `vc export` puts the network inside a model file
+KIND = CompanionKind(Mel2Linear, FORMAT, "mel2linear network", COMPANION_NAME, EMBEDDED_VOCODER_KEY)
+
+
+def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info: dict | None = None) -> None:
+    """Atomic torch.save of the network, its hyper-parameters and the audio settings it expects."""
+    save_network(path, FORMAT, net, net.hparams, audio, info)
+
+
+def read_mel2linear_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
+    """The saved dict of a network file (format checked), for loading or for embedding elsewhere."""
+    return read_network_payload(path, KIND.marker, KIND.what, map_location)
+
+
+def mel2linear_from_payload(
+    payload: dict,
+    where: str | Path,
+    audio: AudioConfig | None = None,
+    map_location: str | torch.device = "cpu",
+) -> Mel2Linear:
+    """The network of a saved dict (a file's or one embedded in a model file) in eval mode, float32.
+
+    With ``audio``, refuse one trained under other audio settings; ``where`` names it in errors.
+    """
+    return network_from_payload(payload, KIND.build, KIND.what, where, audio, map_location)
+
+
+def load_mel2linear(
+    path: str | Path, audio: AudioConfig | None = None, map_location: str | torch.device = "cpu"
+) -> Mel2Linear:
+    """The network in eval mode; with ``audio``, refuse one trained under other audio settings."""
+    return mel2linear_from_payload(read_mel2linear_payload(path, map_location), path, audio, map_location)
+
+
+def companion_path(checkpoint: str | Path) -> Path:
+    """Where the network of a conversion checkpoint lives: beside it, named COMPANION_NAME."""
+    return Path(checkpoint).parent / COMPANION_NAME
+
+
+def find_mel2linear(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:
+    """The network file to use: ``explicit`` when a path, none when False, else the companion if present."""
+    return find_companion(checkpoint, COMPANION_NAME, explicit)
+
+
+def load_vocoder_net(
+    audio: AudioConfig,
+    checkpoint: str | Path | None,
+    vocoder_net: str | Path | bool | None = None,
+    device: str | torch.device = "cpu",
+    payload: dict | None = None,
+) -> Mel2Linear | None:
+    """The network `vc convert` uses with ``checkpoint``, or None (the pseudo-inverse); logs which.
+
+    ``vocoder_net``: a network file; False: none; None: the one inside an exported
+    or bundled model file, else the companion beside the checkpoint (see
+    vc.artifacts.companion.load_companion). ``payload``: the checkpoint when already loaded,
+    so it is not read twice.
+    """
+    net, where = load_companion(KIND, audio, checkpoint, vocoder_net, device, payload)
+    # debug, not info: vc convert's stderr on bad input must stay one error line (vc -v shows it)
+    if net is None:
+        log.debug("vocoder: mel -> linear by filterbank pseudo-inverse (%s)", where)
+    else:
+        log.debug("vocoder: mel -> linear by the network %s", where)
+    return net
+
+
+def build_vocoder(
+    config: Config,
+    checkpoint: str | Path | None = None,
+    vocoder_net: str | Path | bool | None = None,
+    device: str | torch.device = "cpu",
+) -> GriffinLimVocoder:
+    """The Griffin-Lim vocoder `vc convert` uses with ``checkpoint`` (same network, same fallback).
+
+    ``vocoder_net=False`` gives the pseudo-inverse path whatever lies beside the checkpoint.
+    """
+    net = load_vocoder_net(config.audio, checkpoint, vocoder_net, device)
+    return GriffinLimVocoder(config.audio, config.vocoder, net).to(device)

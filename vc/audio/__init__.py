@@ -1,0 +1,26 @@
+"""The signal path's ends: audio in and out, log-mel features and their statistics, DSP helpers,
+Griffin-Lim (griffin_lim.py) and the voice warp (voice_warp.py)."""
+
+from vc.audio.features import (
+    AUDIO_FORMATS,
+    FeatureStats,
+    LogMel,
+    audio_files,
+    logmel_numpy,
+    mel_basis,
+    prepare_wave,
+    read_audio,
+    write_audio,
+)
+
+__all__ = [
+    "AUDIO_FORMATS",
+    "FeatureStats",
+    "LogMel",
+    "audio_files",
+    "logmel_numpy",
+    "mel_basis",
+    "prepare_wave",
+    "read_audio",
+    "write_audio",
+]

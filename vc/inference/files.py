@@ -1,0 +1,144 @@
+"""Files and folders in, files out: what `vc convert` does around the Converter.
+
+Outputs are checked before any work (never an input, never unwritable), each
+is written atomically, and a batch that meets an unreadable file converts the
+rest and lists the failure.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vc.audio import AUDIO_FORMATS, audio_files, read_audio, write_audio
+from vc.errors import AudioError, VcError
+from vc.fileio import atomic_open
+from vc.inference.converter import Conversion, Converter
+from vc.progress import progress as show_progress  # `progress` is a parameter name here
+
+
+def collect_inputs(paths: list[str | Path]) -> list[Path]:
+    """Files as given; folders expand to their audio files (sorted). Missing paths are errors."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            files = audio_files(path)
+            if not files:
+                raise AudioError(f"no {'/'.join(AUDIO_FORMATS)} files in folder {path}")
+            found += files
+        elif not path.exists():
+            raise AudioError(f"input not found: {path}")
+        else:
+            found.append(path)
+    return found
+
+
+def check_writable(path: Path) -> None:
+    """Fail before any work if the output cannot be written."""
+    folder = path.parent
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise AudioError(f"cannot write {path}: {existing} is not a writable folder")
+    if path.is_dir():
+        raise AudioError(f"cannot write {path}: it is a folder")
+
+
+def check_outputs(inputs: list[Path], outputs: list[Path]) -> None:
+    """Refuse, before any work, an output that is an input or that two inputs would share.
+
+    Writing over an input would replace the user's recording with its conversion.
+    The same file can hide behind another spelling, a symlink or a hard link, so
+    compare resolved paths and, for outputs that exist, device and inode.
+    """
+    by_path = {path.resolve(): path for path in inputs}
+    by_inode = {(st.st_dev, st.st_ino): path for path in inputs if (st := _stat(path))}
+    claimed: dict[Path, Path] = {}
+    for output in outputs:
+        st = _stat(output)
+        source = by_path.get(output.resolve()) or (st and by_inode.get((st.st_dev, st.st_ino)))
+        if source:
+            raise AudioError(f"output {output} is the input {source}; refusing to overwrite a source file")
+        if output.resolve() in claimed:
+            raise AudioError(f"two outputs would both be written to {output}; give distinct output names")
+        claimed[output.resolve()] = output
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
+def save_alignment(path: Path, alignment: np.ndarray, title: str) -> None:
+    if path.suffix == ".npy":
+        with atomic_open(path) as out:
+            np.save(out, alignment)
+    else:
+        from vc.plotting import alignment_figure, save_figure  # matplotlib: 0.7 s of a cold start
+
+        save_figure(alignment_figure(alignment, title), path)
+
+
+@dataclass
+class Failure:
+    """An input that was not converted, and why (a one-line message naming the file)."""
+
+    path: Path
+    reason: str
+
+
+def convert_files(
+    converter: Converter,
+    inputs: list[Path],
+    outputs: list[Path],
+    batch_size: int = 8,
+    alignments: list[Path] | None = None,
+    progress: bool = True,
+    strict: bool = True,
+) -> list[Failure]:
+    """Convert inputs[k] to outputs[k] in length-sorted batches, each output written atomically.
+
+    Outputs are checked first: none may be an input, none may be unwritable.
+    strict: the first unusable input raises before anything is written.
+    Otherwise every readable file is converted and the failures are returned.
+    """
+    check_outputs(inputs, outputs + (alignments or []))
+    for path in outputs + (alignments or []):
+        check_writable(path)
+    waves, failures = {}, []
+    reading = show_progress(inputs, desc="reading", unit="file", disable=not progress or len(inputs) < 2)
+    for k, path in enumerate(reading):
+        try:
+            waves[k] = read_audio(path, converter.config.audio)
+        except VcError as exc:
+            if strict:
+                raise
+            failures.append(Failure(path, str(exc)))
+    order = sorted(waves, key=lambda k: len(waves[k]))
+    with show_progress(total=len(order), desc="converting", unit="file", disable=not progress) as bar:
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            for k, result in zip(chunk, converter.convert_batch([waves[k] for k in chunk]), strict=True):
+                try:
+                    _write_result(result, outputs[k], alignments[k] if alignments else None, inputs[k].stem)
+                except VcError as exc:
+                    if strict:
+                        raise
+                    failures.append(Failure(inputs[k], str(exc)))
+            bar.update(len(chunk))
+    return sorted(failures, key=lambda failure: inputs.index(failure.path))
+
+
+def _write_result(result: Conversion, output: Path, alignment: Path | None, title: str) -> None:
+    write_audio(output, result.wave, result.sample_rate)
+    if alignment is not None:
+        try:
+            save_alignment(alignment, result.alignment, title)
+        except OSError as exc:
+            raise AudioError(f"cannot write {alignment}: {exc.strerror or exc}") from None
