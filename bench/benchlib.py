@@ -36,8 +36,6 @@ class Sizes:
     gl_utterances: int
     gl_repeats: int
     train_steps: int  # timed steps per DDP rank; one process runs twice as many
-    decoder_steps: int
-    decoder_repeats: int
 
 
 QUICK = Sizes(
@@ -45,16 +43,12 @@ QUICK = Sizes(
     gl_utterances=8,
     gl_repeats=3,
     train_steps=4,
-    decoder_steps=60,
-    decoder_repeats=5,
 )
 FULL = Sizes(
     convert_utterances=100,
     gl_utterances=16,
     gl_repeats=3,
     train_steps=12,
-    decoder_steps=100,
-    decoder_repeats=5,
 )
 
 
@@ -170,33 +164,6 @@ def load_converter(setup: Setup):
         "every item runs to the cap; decoder numbers are those of a 1.0 x output length"
     )
     return converter, time.perf_counter() - start, description
-
-
-class Stopwatch:
-    """Accumulates wall time per named stage: ``with watch("encoder"): ...``."""
-
-    def __init__(self):
-        self.totals: dict[str, float] = {}
-
-    def __call__(self, name: str):
-        return _Lap(self, name)
-
-
-class _Lap:
-    def __init__(self, watch: Stopwatch, name: str):
-        self.watch, self.name = watch, name
-
-    def __enter__(self):
-        import torch
-
-        self.label = torch.profiler.record_function(self.name)  # visible in torch.profiler traces
-        self.label.__enter__()
-        self.start = time.perf_counter()
-
-    def __exit__(self, *exc):
-        elapsed = time.perf_counter() - self.start
-        self.label.__exit__(*exc)
-        self.watch.totals[self.name] = self.watch.totals.get(self.name, 0.0) + elapsed
 
 
 def time_call(fn, repeats: int) -> tuple[float, list[float]]:

@@ -9,7 +9,7 @@ methods are timed interleaved (each repeat runs every method once), so that load
 processes falls on all of them alike.
 
 Matched quality ("matched_quality" in the result): the fewest iterations with which ours (fast
-Griffin-Lim, and the accelerated variant of Nenov et al. 2023 with ACCELERATED) reaches librosa's
+Griffin-Lim) reaches librosa's
 32-iteration mean spectral convergence over the utterances, within SC_TOLERANCE, found by
 bisection on batch-8 runs; then ms per utterance at that count against librosa's 32 iterations,
 batch 1 and 8, interleaved.
@@ -34,9 +34,6 @@ from vc.config import load_config
 N_ITER = 32
 MOMENTUM = 0.99
 SEED = 1234
-# Accelerated Griffin-Lim (Nenov et al., ICASSP 2023), momentum as alpha; tuned on four ARCTIC
-# training utterances (beta 1.1-2.0, gamma 1.0-1.5: gamma 1.5 diverges, beta > 1.1 is erratic).
-ACCELERATED = dict(beta=1.1, gamma=1.25)
 SC_TOLERANCE = 0.01  # "equal" spectral convergence, as bench/report.py's GL_SC_TOLERANCE
 MAX_ITER = 64  # bisection range for the matched-quality iteration counts
 
@@ -199,9 +196,6 @@ def methods(audio, threads: int) -> dict:
             items, seeds, audio
         ),
         "vc.audio.griffin_lim.griffin_lim (1 thread)": ours_single_thread,
-        f"vc.audio.griffin_lim.griffin_lim accelerated ({threads} threads)": lambda items, seeds: ours(
-            items, seeds, audio, **ACCELERATED
-        ),
         "librosa.griffinlim, item by item": lambda items, seeds: librosa_loop(items, seeds, audio),
         "librosa.griffinlim, stacked (B, F, T)": lambda items, seeds: librosa_stacked(items, seeds[0], audio),
         "torchaudio.transforms.GriffinLim": lambda items, seeds: torchaudio_batch(items, seeds[0], audio),
@@ -249,7 +243,7 @@ def iterations_to_reach(target: float, mags, audio, **accelerated) -> tuple[int 
 def matched_quality(mags, audio, librosa_rows: dict, repeats: int) -> dict:
     """Iterations and time for ours to reach librosa-32's spectral convergence (batch 1 and 8)."""
     target = librosa_rows["1"]["spectral_convergence"]
-    variants = {"fast Griffin-Lim": {}, "accelerated": ACCELERATED}
+    variants = {"fast Griffin-Lim": {}}
     result = {
         "librosa_n_iter": N_ITER,
         "librosa_spectral_convergence": target,

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import time
 
-import torch
-from benchlib import Setup, Stopwatch, list_pairs, load_converter, read_waves
+from benchlib import Setup, list_pairs, load_converter, read_waves
 from torch.profiler import ProfilerActivity, profile
 
 TOP = 10
@@ -28,7 +27,7 @@ KINDS = {
     ),
     "convolution": ("aten::_slow_conv2d_forward", "aten::mkldnn_convolution", "aten::convolution_backward"),
 }
-STAGE_NAMES = ("features", "encoder", "decoder", "postnet", "vocoder", "output", "attention", "rest")
+STAGE_NAMES = ("features", "encoder", "durations", "decoder", "postnet", "postfilter", "vocoder", "rest")
 
 
 def summarize(prof, wall: float) -> dict:
@@ -80,12 +79,10 @@ def profiled(fn) -> dict:
 
 def profile_convert(setup: Setup) -> list[dict]:
     """One `vc convert IN OUT` conversion (batch 1) of the first eval utterance."""
-    from convert_rtf import run_pipeline
-
     converter, _, _ = load_converter(setup)
     (wave,), _ = read_waves([list_pairs(setup, "eval", 1)[0].source], converter.config.audio)
-    run_pipeline(converter, [wave], Stopwatch())  # warm-up
-    result = profiled(lambda: run_pipeline(converter, [wave], Stopwatch()))
+    converter.convert_batch([wave])  # warm-up
+    result = profiled(lambda: converter.convert_batch([wave]))
     result["what"] = "convert, batch 1, first eval utterance"
     return [result]
 
@@ -105,30 +102,7 @@ def profile_griffinlim(setup: Setup) -> list[dict]:
     return results
 
 
-def profile_decoder(setup: Setup) -> list[dict]:
-    """K free-running decoder steps on the 4x source, with the attention labelled."""
-    from decoder_scaling import decode_k_steps, encoded
-
-    converter, _, _ = load_converter(setup)
-    decoder = converter.model.decoder
-    (wave,), _ = read_waves([list_pairs(setup, "eval", 1)[0].source], converter.config.audio)
-    memory, keys, pad_mask, _ = encoded(converter, wave, 4)
-    steps = setup.sizes.decoder_steps
-    attention = decoder.attention
-    forward = attention.forward
-
-    def labelled(*args):
-        with torch.profiler.record_function("attention"):
-            return forward(*args)
-
-    attention.forward = labelled  # instance attribute on this process's copy only
-    decode_k_steps(decoder, memory, keys, pad_mask, steps)  # warm-up
-    result = profiled(lambda: decode_k_steps(decoder, memory, keys, pad_mask, steps))
-    result["what"] = f"decoder.inference, {steps} steps, source 4x the first eval utterance"
-    return [result]
-
-
-PROFILERS = {"convert": profile_convert, "griffinlim": profile_griffinlim, "decoder": profile_decoder}
+PROFILERS = {"convert": profile_convert, "griffinlim": profile_griffinlim}
 
 
 def run_profile(name: str, setup: Setup) -> list[dict]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 CONVERT_RTF_GOAL = 0.05
 GL_SPEEDUP_GOAL = 3.0
-MATCHED_VARIANTS = ("fast Griffin-Lim", "accelerated")  # griffinlim_speed.matched_quality
+MATCHED_VARIANTS = ("fast Griffin-Lim",)  # griffinlim_speed.matched_quality
 GL_SC_TOLERANCE = 0.01  # "equal" spectral convergence: within 1 % (float32 FFTs in different libraries)
 FLAT_TOLERANCE = 0.10  # non-attention step time may grow by at most 10 % from 1x to 4x
 
@@ -78,28 +78,12 @@ def goal_griffinlim(gl: dict) -> dict:
     }
 
 
-def goal_decoder(decoder: dict) -> dict:
-    rows = decoder["rows"]
-    base, last = rows[0]["rest_ms"], rows[-1]["rest_ms"]
-    growth = last / base - 1
-    return {
-        "goal": f"decoder step time flat in source length apart from the attention (non-attention time "
-        f"{rows[-1]['length']} within +{100 * FLAT_TOLERANCE:g} % of 1x)",
-        "met": growth <= FLAT_TOLERANCE,
-        "value": f"non-attention {base:.3f} -> {last:.3f} ms/step ({100 * growth:+.1f} %); attention "
-        f"{rows[0]['attention_ms']:.3f} -> {rows[-1]['attention_ms']:.3f} ms/step",
-        "profile": "decoder",
-    }
-
-
 def evaluate_goals(results: dict) -> list[dict]:
     goals = []
     if "convert" in results:
         goals.append(goal_convert(results["convert"]))
     if "griffinlim" in results:
         goals.append(goal_griffinlim(results["griffinlim"]))
-    if "decoder" in results:
-        goals.append(goal_decoder(results["decoder"]))
     if "cold_start" in results:
         goals.append(goal_cold_start(results["cold_start"]))
     return goals
@@ -155,27 +139,43 @@ def convert_lines(convert: dict, load: dict) -> list[str]:
         f"1. vc convert on CPU: RTF = processing time / input audio duration ({len(first['utterances'])} eval "
         f"utterances {first['utterances'][0]}.., {first['audio_seconds']:.1f} s after trimming) {busy(load)}",
     ]
-    headers = ["batch", "features", "encoder", "decoder", "postnet", "vocoder", "post+voc", "total"]
-    headers += ["convert_batch", "read", "dec steps", "ms/step", "capped", "load s", "RSS MB", "base MB"]
+    stages = ("features", "encoder", "durations", "decoder", "postnet", "postfilter", "vocoder")
+    headers = [
+        "batch",
+        *stages,
+        "total",
+        "read",
+        "dec steps",
+        "ms/step",
+        "capped",
+        "load s",
+        "RSS MB",
+        "base MB",
+    ]
     rows = []
     for batch, r in convert.items():
         rtf = r["rtf"]
         rows.append(
             [batch]
-            + [f"{rtf[k]:.4f}" for k in ("features", "encoder", "decoder", "postnet", "vocoder")]
-            + [f"{rtf['postnet+vocoder']:.4f}", f"{rtf['total']:.4f}", f"{r['rtf_convert_batch']:.4f}"]
-            + [f"{r['rtf_read']:.4f}", r["decoder_steps"], f"{r['decoder_ms_per_step']:.2f}"]
+            + [f"{rtf[k]:.4f}" for k in stages]
+            + [
+                f"{rtf['total']:.4f}",
+                f"{r['rtf_read']:.4f}",
+                r["decoder_steps"],
+                f"{r['decoder_ms_per_step']:.2f}",
+            ]
             + [f"{r['items_stopped_by_cap']}/{len(r['utterances'])}", f"{r['load_seconds']:.2f}"]
             + [f"{r['peak_rss_mb']:.0f}", f"{r['rss_baseline_mb']:.0f}"]
         )
     lines += table(headers, rows)
     lines.append(
-        "   total = features+encoder+decoder+postnet(+post-filter)+vocoder(+output copy), timed piece by piece; convert_batch = "
-        "Converter.convert_batch end to end on the same batches; read = read_audio (decode+trim), not in total;"
+        f"   model kind: {first.get('model_kind', 'attention')}; total = Converter.convert_batch end to end on "
+        "length-sorted batches; the stages are its torch.profiler labels (a profiled pass gives their shares); "
+        "read = read_audio (decode+trim), not in total;"
     )
     lines.append(
-        f"   capped = items whose decoding hit inference.max_ratio={first['max_ratio']:g}; "
-        f"pieces vs convert_batch max |diff| = {first['pipeline_vs_convert_batch_max_abs_diff']:.2e}"
+        f"   dec steps = decoder steps (output frames for the non-autoregressive converter); capped = items "
+        f"that hit inference.max_ratio={first['max_ratio']:g}"
     )
     return lines
 
@@ -220,7 +220,7 @@ def matched_quality_lines(matched: dict) -> list[str]:
         f"   at matched quality: librosa {matched['librosa_n_iter']} iterations reach mean SC "
         f"{matched['librosa_spectral_convergence']:.4f}; ours needs (within {100 * matched['tolerance']:g} %):"
     ]
-    for name in ("fast Griffin-Lim", "accelerated"):
+    for name in MATCHED_VARIANTS:
         entry = matched[name]
         if entry["n_iter"] is None:
             lines.append(
@@ -307,28 +307,6 @@ def _ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}"
 
 
-def decoder_lines(decoder: dict, load: dict) -> list[str]:
-    lines = [
-        "",
-        f"4. Decoder free-running step time, batch 1, {decoder['steps']} steps, median of {decoder['repeats']} "
-        f"repeats, {decoder['attention_type']} attention (monotonic window: {decoder['monotonic_window']}), "
-        f"source = {decoder['utterance']} repeated {busy(load)}",
-    ]
-    headers = ["source", "src frames", "enc steps", "step ms", "attention ms", "rest ms"]
-    rows = [
-        [
-            r["length"],
-            r["source_frames"],
-            r["encoder_steps"],
-            f"{r['step_ms']:.3f}",
-            f"{r['attention_ms']:.3f}",
-            f"{r['rest_ms']:.3f}",
-        ]
-        for r in decoder["rows"]
-    ]
-    return lines + table(headers, rows)
-
-
 def goal_lines(goals: list[dict], profiles: dict) -> list[str]:
     lines = ["", "Goals"]
     for g in goals:
@@ -374,7 +352,6 @@ def render(results: dict) -> str:
         "convert": convert_lines,
         "griffinlim": griffinlim_lines,
         "training": training_lines,
-        "decoder": decoder_lines,
         "cold_start": cold_start_lines,
     }
     for name, write in writers.items():

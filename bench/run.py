@@ -1,25 +1,23 @@
-"""CPU benchmark of vc: conversion speed, Griffin-Lim, training throughput, decoder scaling.
+"""CPU benchmark of vc: conversion speed, Griffin-Lim, training throughput, cold start.
 
     python bench/run.py [--quick] [--json OUT.json] [--checkpoint best.pt] [--db_root DIR]
 
 Prints a table and writes every number to JSON (default bench/out/results.json, which git ignores;
-the committed reference results are bench/results.json and bench/results_full.json). Data: the local
-CMU ARCTIC copy (../shared/data/cmu_arctic, --db_root), split by the recipe's data_prep.py; the eval
-sources are bdl arctic_b0440... Model: --checkpoint, else the newest best.pt of any recipe
-experiment (egs/*/vc1/exp/*/checkpoints/best.pt, whatever its --tag); the table says which. With
-neither, the convert and decoder sections refuse to run unless --untrained asks for an UNTRAINED
-model from egs/arctic/vc1/conf/default.yaml: its stop token is random, so it decodes exactly 1.0 x
-the source frames (inference.min_ratio = max_ratio = 1.0; every item runs to that cap, and its
-decoder numbers are those of an output as long as the input). Every measurement runs in a
-fresh process, so its peak memory (getrusage ru_maxrss) is its own, and the CPU time other
-processes take meanwhile (/proc/stat minus our own getrusage) is reported: on a shared machine a
-run is only clean when that background load is about 0 %.
+the committed reference results are bench/results.json). Data: the local CMU ARCTIC copy
+(../shared/data/cmu_arctic, --db_root), split by the recipe's data_prep.py; the eval sources are bdl
+arctic_b0440... Model: --checkpoint (an attention model or a non-autoregressive converter), else the
+newest averaged.pt or best.pt of any recipe experiment (egs/*/vc1/exp/*/..., whatever its --tag); the
+table says which. With neither, the convert section refuses to run unless --untrained asks for an
+UNTRAINED model from egs/arctic/vc1/conf/default.yaml: its stop token is random, so it decodes exactly
+1.0 x the source frames (inference.min_ratio = max_ratio = 1.0). Every measurement runs in a fresh
+process, so its peak memory (getrusage ru_maxrss) is its own, and the CPU time other processes take
+meanwhile (/proc/stat minus our own getrusage) is reported: on a shared machine a run is only clean
+when that background load is about 0 %.
 
 1. `vc convert` real-time factor = processing time / input audio duration (after trimming), at
-   batch 1 (`vc convert IN OUT`) and batch 8 (length-sorted, as `vc convert --out-dir`), split into
-   features / encoder / decoder / postnet / vocoder by running the pieces Converter.convert_batch
-   uses one at a time (checked equal to convert_batch with the same seed); convert_batch end to
-   end, file reading and model load time are reported next to it.
+   batch 1 (`vc convert IN OUT`) and batch 8 (length-sorted, as `vc convert --out-dir`): the real
+   Converter.convert_batch, split into features / encoder / durations / decoder / postnet /
+   post-filter / vocoder by its torch.profiler labels (bench/convert_rtf.py).
 2. Griffin-Lim: vc.audio.griffin_lim.griffin_lim vs librosa.griffinlim (item by item and stacked) and
    torchaudio.transforms.GriffinLim if importable; n_iter=32, momentum=0.99, identical STFT
    settings and identical seeded random initial phases; wall time and spectral convergence.
@@ -27,12 +25,11 @@ run is only clean when that background load is about 0 %.
    real training utterances: one process (torch's 2 threads, and 1 thread), two DDP gloo processes
    (torch.set_num_threads(1) each), and two independent 1-thread processes (no DDP: what the machine
    gives two processes); one extra step per process is profiled.
-4. Decoder: ms per free-running step for the source 1x, 2x, 4x an utterance; attention alone.
-5. Cold start: `vc convert in.wav out.wav` with the bundled model in a new process, 3 s input.
+4. Cold start: `vc convert in.wav out.wav` with the bundled model in a new process, 3 s input.
 
 Goals (printed met / NOT MET): convert RTF <= 0.05 on 2 cores; Griffin-Lim >= 3x faster than
-librosa at equal or better spectral convergence; decoder step time flat in source length apart
-from the attention; cold start < 3 s. A missed goal gets a torch.profiler profile in the table and the JSON.
+librosa at equal or better spectral convergence; cold start < 3 s. A missed goal gets a
+torch.profiler profile in the table and the JSON.
 """
 
 from __future__ import annotations
@@ -60,7 +57,7 @@ from benchlib import (
     resolve_checkpoint,
 )
 
-SECTIONS = ("convert", "griffinlim", "training", "decoder", "cold_start")
+SECTIONS = ("convert", "griffinlim", "training", "cold_start")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -108,7 +105,6 @@ def convert_both(setup: Setup) -> dict:
 def measure(setup: Setup, sections: list[str]) -> dict:
     """Run the chosen sections, each in its own process(es), noting other processes' CPU use."""
     from cold_start import measure_cold_start
-    from decoder_scaling import measure_decoder
     from griffinlim_speed import measure_griffinlim
     from train_throughput import measure_training
 
@@ -116,7 +112,6 @@ def measure(setup: Setup, sections: list[str]) -> dict:
         "convert": convert_both,
         "griffinlim": lambda s: in_fresh_process(measure_griffinlim, s),
         "training": measure_training,
-        "decoder": lambda s: in_fresh_process(measure_decoder, s),
         "cold_start": measure_cold_start,
     }
     results, background = {}, {}
@@ -145,14 +140,12 @@ def profile_misses(setup: Setup, goals: list[dict]) -> dict:
 def model_description(results: dict, checkpoint: str) -> str:
     if "convert" in results:
         return results["convert"]["1"]["model"]
-    if "decoder" in results:
-        return results["decoder"]["model"]
     return f"trained checkpoint {checkpoint}" if checkpoint else "untrained model"
 
 
 def choose_checkpoint(args: argparse.Namespace) -> str:
     """The checkpoint to time ("" = untrained), said out loud before any work."""
-    needs_model = bool({"convert", "decoder"} & set(args.sections.split(",")))
+    needs_model = "convert" in args.sections.split(",")
     untrained = args.untrained or (not needs_model and not args.checkpoint)
     checkpoint = resolve_checkpoint(args.checkpoint, untrained)
     if checkpoint:

@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import save_tiny_checkpoint
+
 ARCTIC = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmu_arctic"
 
 
@@ -13,3 +15,18 @@ def arctic_file(speaker: str, utt_id: str) -> Path:
     if not path.is_file():
         pytest.skip(f"CMU ARCTIC data not found at {ARCTIC}")
     return path
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """An untrained tiny model's checkpoint, shared by a test module's tests (they must not change it)."""
+    path = tmp_path_factory.mktemp("ckpt") / "model.pt"
+    save_tiny_checkpoint(path)
+    return path
+
+
+@pytest.fixture()
+def model_checkpoint(tmp_path):
+    """(path, config) of an untrained tiny model's checkpoint at TMP/checkpoints/best.pt, one per test."""
+    path = tmp_path / "checkpoints" / "best.pt"
+    return path, save_tiny_checkpoint(path)

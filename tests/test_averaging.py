@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.test_convert import speech_like
-from tests.test_model import tiny_config
+from tests.helpers import speech_like, tiny_config
 from vc import Converter
 from vc.artifacts.averaging import average_checkpoints, checkpoints_to_average
 from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint

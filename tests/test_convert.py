@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pickle
 import subprocess
@@ -14,47 +13,12 @@ import pytest
 import soundfile as sf
 import torch
 
-from tests.test_model import tiny_config
+from tests.helpers import speech_like
 from vc import Converter
-from vc.artifacts.checkpoint import save_checkpoint
-from vc.audio import FeatureStats
 from vc.cli import main
-from vc.config import Config
 from vc.errors import AudioError, ConfigError
-from vc.model import build_model
 
 N_MELS = 6
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """An untrained tiny model in a complete checkpoint: enough to exercise every path."""
-    config = Config()
-    config.audio = dataclasses.replace(config.audio, n_mels=N_MELS, max_duration=60.0)
-    config.model = tiny_config()
-    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim_iters=2)
-    torch.manual_seed(0)
-    model = build_model(N_MELS, config.model)
-    stats = FeatureStats(np.full(N_MELS, -2.0, np.float32), np.ones(N_MELS, np.float32)).to_dict()
-    path = tmp_path_factory.mktemp("ckpt") / "model.pt"
-    save_checkpoint(
-        path,
-        {
-            "step": 1,
-            "model": model.state_dict(),
-            "config": config.to_dict(),
-            "stats": {"source": stats, "target": stats},
-        },
-    )
-    return path
-
-
-def speech_like(seconds: float = 1.0, sr: int = 16000, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    t = np.arange(int(seconds * sr)) / sr
-    return 0.3 * np.sin(2 * np.pi * 150 * t) * (1 + np.sin(2 * np.pi * 3 * t)) + 0.01 * rng.standard_normal(
-        len(t)
-    )
 
 
 def run(capsys, *args) -> tuple[int, str]:

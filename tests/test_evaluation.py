@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 
 import numpy as np
@@ -13,8 +12,10 @@ import pytest
 import soundfile as sf
 
 from tests.conftest import arctic_file
+from tests.helpers import needs
+from vc.cli import main
 from vc.errors import DataError
-from vc.evaluation import optional
+from vc.evaluation.compare import compare
 from vc.evaluation.scoring import System, format_table, score_systems
 from vc.evaluation.systems import json_ready
 from vc.evaluation.transcripts import (
@@ -26,15 +27,6 @@ from vc.evaluation.transcripts import (
 )
 
 SR = 16000
-
-
-def needs(*modules: str) -> None:
-    """Skip where an eval package is absent, except under CI (`.ci/run` installs the eval extra)."""
-    absent = optional.missing(*modules)
-    if absent and os.environ.get("CI"):
-        pytest.fail(f"CI must install the eval extra; missing {absent}")
-    if absent:
-        pytest.skip(f"not installed: {absent}")
 
 
 def read16k(path) -> np.ndarray:
@@ -289,7 +281,6 @@ def test_score_cli_adds_a_row_for_each_system_and_names_the_model_row(tmp_path, 
     """vc score --name NAME --system PEER=DIR: the peer's row is scored like the converted folder
     (same references, same metrics, same JSON layout), right after the model's."""
     needs("pyworld", "pysptk")  # MCD
-    from vc.cli import main
 
     utts = ["arctic_a0001", "arctic_a0002"]
     converted = _copy_utts(tmp_path, "converted", "slt", utts)  # a perfect "conversion"
@@ -323,3 +314,39 @@ def test_score_cli_adds_a_row_for_each_system_and_names_the_model_row(tmp_path, 
     with pytest.raises(SystemExit):
         main([*common, *folders, "--system", "no folder given"])
     assert "expected NAME=DIR" in capsys.readouterr().err
+
+
+def test_vc_compare_pools_error_rates_and_brackets_the_difference(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    a, b = {}, {}
+    for k in range(40):
+        words = int(rng.integers(5, 12))
+        base = dict(words=words, chars=5 * words, mcd=6.0 + rng.normal(0, 0.3), sim_target=0.9)
+        a[f"u{k}"] = dict(base, word_edits=words // 2, char_edits=words)
+        b[f"u{k}"] = dict(base, word_edits=words // 2 - 1, char_edits=words, mcd=base["mcd"] + 0.1)
+    b["only_in_b"] = dict(words=10, chars=50, word_edits=10, char_edits=50, mcd=9.0, sim_target=0.1)
+    shared, compared = compare(a, b, resamples=500)
+    results = {r["metric"]: r for r in compared}
+    shared_words = sum(row["words"] for row in a.values())
+    wer = results["WER [%]"]
+    assert shared == 40  # the utterance B alone has is left out
+    assert wer["diff"] == pytest.approx(-100 * 40 / shared_words)  # pooled over words, not a mean of rates
+    assert wer["low"] <= wer["diff"] <= wer["high"] < 0  # one word fewer on every file: outside the noise
+    assert results["MCD [dB]"]["diff"] == pytest.approx(0.1)
+    assert results["CER [%]"]["low"] == results["CER [%]"]["high"] == 0.0
+    assert "MOS ovrl" not in results  # neither scoring has it
+
+    path_a, path_b = tmp_path / "a.json", tmp_path / "b.json"
+    path_a.write_text(json.dumps({"rows": {"model": {"per_utterance": a}}}))
+    path_b.write_text(json.dumps({"rows": {"model": {"per_utterance": b}}}))
+    assert main(["compare", str(path_a), str(path_b), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "over 40 shared utterances" in out and "WER [%]" in out
+    assert main(["compare", str(path_a), str(path_b), "--row-b", "ceiling"]) != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has no row 'ceiling'" in err
+    # vc score --name renamed B's model row and --system added a peer's: B's model row is still the default
+    renamed = {"attention model": {"per_utterance": b}, "GMM peer": {"per_utterance": a}}
+    path_b.write_text(json.dumps({"rows": renamed, "model_row": "attention model"}))
+    assert main(["compare", str(path_a), str(path_b), "--resamples", "200"]) == 0
+    assert "over 40 shared utterances" in capsys.readouterr().out

@@ -11,14 +11,11 @@ import soundfile as sf
 import torch
 
 from tests.conftest import arctic_file
-from tests.test_convert import speech_like
-from tests.test_mel2linear import (
-    N_MELS,
-    model_checkpoint,  # noqa: F401 (fixture)
-)
+from tests.helpers import TINY_MELS as N_MELS
+from tests.helpers import speech_like
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
-from vc.artifacts.export import EMBEDDED_VOCODER_KEY, export_model
+from vc.artifacts.export import EMBEDDED_MEL2LINEAR_KEY, export_model
 from vc.artifacts.mel2linear import COMPANION_NAME, build_vocoder, save_mel2linear
 from vc.artifacts.pretrained import get_model, list_models, model_path
 from vc.cli import main
@@ -38,10 +35,10 @@ def test_export_keeps_what_conversion_needs_and_converts_the_same(model_checkpoi
     out = tmp_path / "exported.pt"
     summary = export_model(path, out)
     payload = load_checkpoint(out)
-    assert set(payload) >= {"model", "config", "stats", "step", EMBEDDED_VOCODER_KEY, "info"}
+    assert set(payload) >= {"model", "config", "stats", "step", EMBEDDED_MEL2LINEAR_KEY, "info"}
     assert not {"optimizer", "scheduler", "scaler", "rng"} & set(payload)
     assert all(v.dtype == torch.float16 for v in payload["model"].values() if v.is_floating_point())
-    assert summary["vocoder_net"] == path.parent / COMPANION_NAME and summary["bytes"] == out.stat().st_size
+    assert summary["mel2linear"] == path.parent / COMPANION_NAME and summary["bytes"] == out.stat().st_size
 
     # The exported file alone (no companion beside it) converts as the checkpoint with its companion,
     # up to the fp16 rounding of the weights.
@@ -49,7 +46,7 @@ def test_export_keeps_what_conversion_needs_and_converts_the_same(model_checkpoi
     alone.parent.mkdir()
     alone.write_bytes(out.read_bytes())
     original, exported = Converter.from_checkpoint(path), Converter.from_checkpoint(alone)
-    assert exported.vocoder.magnitude_net is not None
+    assert exported.vocoder.mel2linear is not None
     assert all(p.dtype == torch.float32 for p in exported.model.parameters())
     for a, b in zip(original.model.parameters(), exported.model.parameters(), strict=True):
         torch.testing.assert_close(a, b, atol=2e-3, rtol=1e-3)
@@ -57,7 +54,7 @@ def test_export_keeps_what_conversion_needs_and_converts_the_same(model_checkpoi
     first, _ = original.convert(wave, 16000)
     second, _ = exported.convert(wave, 16000)
     assert first.shape == second.shape and np.isfinite(second).all()
-    assert Converter.from_checkpoint(alone, vocoder_net=False).vocoder.magnitude_net is None
+    assert Converter.from_checkpoint(alone, mel2linear=False).vocoder.mel2linear is None
 
 
 def test_score_ceiling_uses_the_network_inside_an_exported_file(model_checkpoint, tmp_path):  # noqa: F811
@@ -68,18 +65,18 @@ def test_score_ceiling_uses_the_network_inside_an_exported_file(model_checkpoint
     alone.parent.mkdir()
     export_model(path, alone)
     rows = ceiling_vocoders(config, alone)
-    assert isinstance(rows[CEILING].magnitude_net, Mel2Linear)
-    assert rows[f"{CEILING} (pseudo-inverse)"].magnitude_net is None
-    assert build_vocoder(config, alone, vocoder_net=False).magnitude_net is None
+    assert isinstance(rows[CEILING].mel2linear, Mel2Linear)
+    assert rows[f"{CEILING} (pseudo-inverse)"].mel2linear is None
+    assert build_vocoder(config, alone, mel2linear=False).mel2linear is None
 
 
 def test_export_without_a_network_and_in_float32(model_checkpoint, tmp_path, capsys):  # noqa: F811
     path, _ = model_checkpoint
     out = tmp_path / "plain.pt"
     assert main(["export", str(path), str(out), "--float32"]) == 0
-    assert "no vocoder network" in capsys.readouterr().out
+    assert "no mel2linear network" in capsys.readouterr().out
     payload = load_checkpoint(out)
-    assert EMBEDDED_VOCODER_KEY not in payload
+    assert EMBEDDED_MEL2LINEAR_KEY not in payload
     assert all(v.dtype == torch.float32 for v in payload["model"].values() if v.is_floating_point())
     assert main(["export", str(tmp_path / "missing.pt"), str(tmp_path / "x.pt")]) == 1
     assert (
@@ -122,7 +119,7 @@ def test_vc_models_lists_them(capsys):
 
 def test_from_pretrained_converts_an_utterance_no_training_used():
     converter = Converter.from_pretrained()
-    assert converter.vocoder.magnitude_net is not None
+    assert converter.vocoder.mel2linear is not None
     wave, sr = sf.read(arctic_file("bdl", "arctic_b0450"), dtype="float32")  # an eval utterance
     converted, out_sr = converter.convert(wave, sr)
     assert out_sr == 16000 and np.isfinite(converted).all()
@@ -146,7 +143,7 @@ def test_convert_without_checkpoint_uses_the_bundled_model_and_says_so_once(tmp_
 
 
 def test_re_exporting_an_exported_file_keeps_what_it_embeds(model_checkpoint, tmp_path):  # noqa: F811
-    """A bundled model gains a post-filter by exporting it again: its vocoder network stays inside."""
+    """A bundled model gains a post-filter by exporting it again: its mel2linear network stays inside."""
     from vc.artifacts.postfilter import EMBEDDED_KEY, save_postfilter
     from vc.model.postfilter import MelPostfilter
 
@@ -161,12 +158,12 @@ def test_re_exporting_an_exported_file_keeps_what_it_embeds(model_checkpoint, tm
     again = tmp_path / "again.pt"
     summary = export_model(first, again, postfilter=tmp_path / "postfilter.pt")
     payload = load_checkpoint(again)
-    assert EMBEDDED_VOCODER_KEY in payload and EMBEDDED_KEY in payload
-    assert summary["vocoder_net"] == first and summary["postfilter"] == tmp_path / "postfilter.pt"
+    assert EMBEDDED_MEL2LINEAR_KEY in payload and EMBEDDED_KEY in payload
+    assert summary["mel2linear"] == first and summary["postfilter"] == tmp_path / "postfilter.pt"
     for name, kwargs, kept in (
-        ("third.pt", {}, {EMBEDDED_VOCODER_KEY, EMBEDDED_KEY}),
-        ("bare.pt", {"postfilter": False}, {EMBEDDED_VOCODER_KEY}),
-        ("nonet.pt", {"vocoder_net": False}, {EMBEDDED_KEY}),
+        ("third.pt", {}, {EMBEDDED_MEL2LINEAR_KEY, EMBEDDED_KEY}),
+        ("bare.pt", {"postfilter": False}, {EMBEDDED_MEL2LINEAR_KEY}),
+        ("nonet.pt", {"mel2linear": False}, {EMBEDDED_KEY}),
     ):
         export_model(again, tmp_path / name, **kwargs)
-        assert set(load_checkpoint(tmp_path / name)) & {EMBEDDED_VOCODER_KEY, EMBEDDED_KEY} == kept, name
+        assert set(load_checkpoint(tmp_path / name)) & {EMBEDDED_MEL2LINEAR_KEY, EMBEDDED_KEY} == kept, name

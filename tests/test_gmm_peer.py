@@ -7,7 +7,7 @@ import numpy as np
 import soundfile as sf
 
 from tests.conftest import arctic_file
-from tests.test_evaluation import needs
+from tests.helpers import needs
 from vc.cli import main
 from vc.evaluation import gmm_peer
 from vc.evaluation.gmm_peer import (

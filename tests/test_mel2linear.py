@@ -10,10 +10,8 @@ import soundfile as sf
 import torch
 import yaml
 
-from tests.test_convert import speech_like
-from tests.test_model import tiny_config
+from tests.helpers import speech_like, write_pair_list
 from vc import Converter
-from vc.artifacts.checkpoint import save_checkpoint
 from vc.artifacts.mel2linear import (
     COMPANION_NAME,
     build_vocoder,
@@ -21,10 +19,9 @@ from vc.artifacts.mel2linear import (
     load_mel2linear,
     save_mel2linear,
 )
-from vc.audio import FeatureStats
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.cli import main
-from vc.config import AudioConfig, Config, VocoderConfig
+from vc.config import AudioConfig, VocoderConfig
 from vc.errors import CheckpointError
 from vc.model.mel2linear import ARCHITECTURES, Mel2Linear, fit_linear
 from vc.training.mel2linear import masked_l1, spectral_convergence_loss
@@ -134,37 +131,21 @@ def test_vocoder_uses_the_network_magnitude():
     assert not torch.allclose(waves, plain)
 
 
-@pytest.fixture()
-def model_checkpoint(tmp_path):
-    config = Config()
-    config.audio = dataclasses.replace(config.audio, n_mels=N_MELS)
-    config.model = tiny_config()
-    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim_iters=2)
-    torch.manual_seed(0)
-    from vc.model import build_model
-
-    stats = FeatureStats(np.full(N_MELS, -2.0, np.float32), np.ones(N_MELS, np.float32)).to_dict()
-    path = tmp_path / "checkpoints" / "best.pt"
-    payload = {"step": 1, "model": build_model(N_MELS, config.model).state_dict(), "config": config.to_dict()}
-    save_checkpoint(path, {**payload, "stats": {"source": stats, "target": stats}})
-    return path, config
-
-
 def test_converter_picks_up_the_companion_file(model_checkpoint, caplog):
     path, config = model_checkpoint
-    assert Converter.from_checkpoint(path).vocoder.magnitude_net is None
+    assert Converter.from_checkpoint(path).vocoder.mel2linear is None
     assert find_mel2linear(path) is None
     net = Mel2Linear(N_MELS, config.audio.n_fft // 2 + 1, channels=8, layers=1, kernel=3)
     save_mel2linear(path.parent / COMPANION_NAME, net, config.audio)
     with caplog.at_level("DEBUG", logger="vc.training.mel2linear"):
         converter = Converter.from_checkpoint(path)
-    assert isinstance(converter.vocoder.magnitude_net, Mel2Linear)
+    assert isinstance(converter.vocoder.mel2linear, Mel2Linear)
     assert COMPANION_NAME in caplog.text
     wave, sample_rate = converter.convert(speech_like(0.5), 16000)
     assert sample_rate == 16000 and len(wave) > 0 and np.isfinite(wave).all()
-    assert Converter.from_checkpoint(path, vocoder_net=False).vocoder.magnitude_net is None
-    assert build_vocoder(config, path).magnitude_net is not None
-    assert build_vocoder(config, path, vocoder_net=False).magnitude_net is None
+    assert Converter.from_checkpoint(path, mel2linear=False).vocoder.mel2linear is None
+    assert build_vocoder(config, path).mel2linear is not None
+    assert build_vocoder(config, path, mel2linear=False).mel2linear is None
 
 
 def test_convert_cli_with_a_bad_network_file_is_one_line(model_checkpoint, tmp_path, capsys):
@@ -172,7 +153,7 @@ def test_convert_cli_with_a_bad_network_file_is_one_line(model_checkpoint, tmp_p
     sf.write(tmp_path / "in.wav", speech_like(0.5), 16000)
     (tmp_path / "bad.pt").write_bytes(b"junk")
     code = main(
-        ["convert", "--no-progress", "--checkpoint", str(path), "--vocoder-net", str(tmp_path / "bad.pt")]
+        ["convert", "--no-progress", "--checkpoint", str(path), "--mel2linear", str(tmp_path / "bad.pt")]
         + [str(tmp_path / "in.wav"), str(tmp_path / "out.wav")]
     )
     err = capsys.readouterr().err
@@ -187,7 +168,7 @@ def test_vocoder_train_cli_on_synthetic_audio(tmp_path, capsys):
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"audio": dataclasses.asdict(SMALL)}))
     out = tmp_path / "exp" / "mel2linear.pt"
-    argv = ["vocoder-train", str(folder), "--out", str(out), "--config", str(config), "--no-progress"]
+    argv = ["mel2linear-train", str(folder), "--out", str(out), "--config", str(config), "--no-progress"]
     assert main([*argv, "--max-steps", "3", "--batch-size", "2", "--valid-files", "1"]) == 0
     assert "mel -> linear network" in capsys.readouterr().out
     net = load_mel2linear(out, SMALL)
@@ -196,33 +177,21 @@ def test_vocoder_train_cli_on_synthetic_audio(tmp_path, capsys):
 
 def test_vocoder_train_cli_bad_input_is_one_line(tmp_path, capsys):
     code = main(
-        ["vocoder-train", str(tmp_path / "nothing"), "--out", str(tmp_path / "x.pt"), "--no-progress"]
+        ["mel2linear-train", str(tmp_path / "nothing"), "--out", str(tmp_path / "x.pt"), "--no-progress"]
     )
     err = capsys.readouterr().err
     assert code == 1 and "input not found" in err and len(err.strip().splitlines()) == 1
 
 
-def write_pair_list(folder, count: int):
-    """``count`` synthetic source/target wav pairs in ``folder`` and their list, train.tsv."""
-    lines = []
-    for k in range(count):
-        for role in ("src", "tgt"):
-            sf.write(folder / f"{role}{k}.wav", speech_like(0.5, seed=10 * k + len(role)), 16000)
-        lines.append(f"utt{k}\tsrc{k}.wav\ttgt{k}.wav")
-    pairs = folder / "train.tsv"
-    pairs.write_text("\n".join(lines) + "\n")
-    return pairs
-
-
-def test_vocoder_train_fine_tunes_on_predicted_mels(model_checkpoint, tmp_path, capsys):
+def test_mel2linear_train_learns_from_predicted_mels_too(model_checkpoint, tmp_path, capsys):
     path, config = model_checkpoint
     pairs = write_pair_list(tmp_path, 3)
     config_file = tmp_path / "config.yaml"
     config_file.write_text(yaml.safe_dump({"audio": dataclasses.asdict(config.audio)}))
     first, tuned = tmp_path / "first.pt", tmp_path / "tuned.pt"
     common = ["--config", str(config_file), "--no-progress", "--max-steps", "2", "--batch-size", "2"]
-    assert main(["vocoder-train", str(pairs), "--out", str(first), *common]) == 0
-    argv = ["vocoder-train", str(pairs), "--out", str(tuned), "--init", str(first), "--checkpoint", str(path)]
+    assert main(["vocoder-train", str(pairs), "--out", str(first), *common]) == 0  # the old name still works
+    argv = ["mel2linear-train", str(pairs), "--out", str(tuned), "--checkpoint", str(path)]
     assert main([*argv, *common]) == 0
     assert "mel -> linear network" in capsys.readouterr().out
     assert torch.load(tuned, weights_only=True)["info"]["predicted_mels"] is True
@@ -231,7 +200,7 @@ def test_vocoder_train_fine_tunes_on_predicted_mels(model_checkpoint, tmp_path, 
     assert err.count("\n") == 1 and str(tuned) in err and "--overwrite" in err
     assert main([*argv, *common, "--overwrite"]) == 0
     capsys.readouterr()
-    folder_argv = ["vocoder-train", str(tmp_path), "--out", str(tuned), "--checkpoint", str(path), *common]
+    folder_argv = ["mel2linear-train", str(tmp_path), "--out", str(tuned), "--checkpoint", str(path), *common]
     folder_argv.append("--overwrite")
     assert main(folder_argv) == 1
     assert "needs pair lists" in capsys.readouterr().err

@@ -7,37 +7,14 @@ import dataclasses
 import pytest
 import torch
 
-from vc.config import InferenceConfig, ModelConfig
+from tests.helpers import tiny_config
+from vc.config import InferenceConfig
 from vc.model import build_model
 from vc.model.attention import ATTENTION_TYPES
 from vc.model.layers import make_pad_mask
 from vc.training.losses import compute_losses
 
 N_MELS = 6
-
-
-def tiny_config(**overrides) -> ModelConfig:
-    config = ModelConfig(
-        encoder_reduction_factor=2,
-        encoder_prenet_dim=8,
-        encoder_conv_layers=2,
-        encoder_conv_channels=8,
-        encoder_conv_kernel=3,
-        encoder_hidden_dim=4,
-        encoder_dropout=0.0,
-        attention_dim=8,
-        attention_location_filters=4,
-        attention_location_kernel=5,
-        decoder_prenet_dim=8,
-        decoder_prenet_dropout=0.0,
-        attention_rnn_dim=8,
-        decoder_rnn_dim=8,
-        postnet_layers=2,
-        postnet_channels=8,
-        postnet_kernel=3,
-        postnet_dropout=0.0,
-    )
-    return dataclasses.replace(config, **overrides)
 
 
 def tiny_model(attention_type="location", reduction_factor=2, **overrides):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.test_model import tiny_config
+from tests.helpers import tiny_config
 from vc.config import InferenceConfig
 from vc.model import NonAutoregressiveVC, build_model
 from vc.model.nonautoregressive import cap_durations, length_regulate, predicted_durations

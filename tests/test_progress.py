@@ -10,7 +10,7 @@ from pathlib import Path
 
 import soundfile as sf
 
-from tests.test_convert import checkpoint, speech_like  # noqa: F401  (checkpoint is a fixture)
+from tests.helpers import speech_like
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from tests.test_train import tiny_training_config
+from tests.helpers import tiny_training_config
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.config import AudioConfig, Config, ConfigError
 from vc.training.selection import log_mel_cepstrum, mel_cepstral_distance

@@ -10,7 +10,7 @@ import soundfile as sf
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from tests.test_train import tiny_training_config
+from tests.helpers import tiny_training_config
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.cli import main
@@ -114,7 +114,7 @@ def test_student_without_durations_is_a_clear_error(taught, tmp_path, capsys):
 def test_mel2linear_learns_from_the_students_predictions(taught, tmp_path):
     tmp, config, student = taught
     out = tmp_path / "mel2linear.pt"
-    args = ["vocoder-train", config.data.train_list, "--checkpoint", str(student / "checkpoints" / "best.pt")]
+    args = ["mel2linear-train", config.data.train_list, "--checkpoint", str(student / "checkpoints" / "best.pt")]
     args += ["--config", str(student / "config.yaml"), "--out", str(out), "--max-steps", "2", "--no-progress"]
     assert main(args) == 0
     assert out.is_file()

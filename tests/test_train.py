@@ -11,62 +11,16 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-import soundfile as sf
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from tests.test_model import tiny_config
+from tests.helpers import tiny_training_config
 from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint, step_checkpoints
 from vc.cli import main
-from vc.config import Config, DataConfig, TrainConfig, dump_config
+from vc.config import Config, dump_config
 from vc.errors import CheckpointError
 from vc.training.trainer import Trainer, learning_rate_factor, train
-
-
-def synthetic_pairs(folder: Path, count: int, seed: int = 0) -> list[str]:
-    """Pairs of short harmonic 'utterances': the target is the source a fifth higher."""
-    rng = np.random.default_rng(seed)
-    sr = 16000
-    lines = []
-    for k in range(count):
-        duration = rng.uniform(0.4, 0.8)
-        t = np.arange(int(sr * duration)) / sr
-        f0 = 110 * (1 + 0.3 * np.sin(2 * np.pi * rng.uniform(0.5, 2) * t))
-        phase = 2 * np.pi * np.cumsum(f0) / sr
-        for name, shift in (("src", 1.0), ("tgt", 1.5)):
-            wave = sum(np.sin(h * shift * phase) / h for h in range(1, 6)) * 0.2
-            sf.write(folder / f"{name}{k}.wav", wave, sr)
-        lines.append(f"utt{k}\tsrc{k}.wav\ttgt{k}.wav")
-    return lines
-
-
-def tiny_training_config(tmp_path: Path, **train_overrides) -> Config:
-    lines = synthetic_pairs(tmp_path, 6)
-    (tmp_path / "train.tsv").write_text("\n".join(lines[:4]) + "\n")
-    (tmp_path / "dev.tsv").write_text("\n".join(lines[4:]) + "\n")
-    config = Config()
-    config.audio = dataclasses.replace(config.audio, n_mels=6)
-    config.model = tiny_config()
-    config.data = DataConfig(
-        train_list=str(tmp_path / "train.tsv"),
-        dev_list=str(tmp_path / "dev.tsv"),
-        cache_dir=str(tmp_path / "cache"),
-        batch_size=2,
-        num_fixed_utterances=2,
-    )
-    config.train = dataclasses.replace(
-        TrainConfig(),
-        max_steps=6,
-        eval_every=3,
-        log_every=1,
-        warmup_steps=2,
-        evolution_columns=4,
-        **train_overrides,
-    )
-    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim_iters=2)
-    return config
 
 
 def test_training_logs_alignment_figures_evolution_and_scalars(tmp_path):
@@ -298,24 +252,6 @@ def test_training_progress_in_a_log_is_plain_lines(tmp_path, caplog, capsys, mon
         train(config, tmp_path / "exp", progress=True)
     assert "\r" not in capsys.readouterr().err
     assert "training: done 6/6 step (100%)" in caplog.text, caplog.text
-
-
-def test_attention_entropy_joins_the_training_loss_from_its_step_only(tmp_path):
-    """total = spectral + stop + guided (+ weight x entropy from train.attention_entropy_from on)."""
-    config = tiny_training_config(tmp_path, attention_entropy_weight=0.5, attention_entropy_from=3)
-    out = tmp_path / "exp"
-    Trainer(config, out, progress=False).fit()
-    events = EventAccumulator(str(out / "tensorboard"), size_guidance={"scalars": 0}).Reload()
-    assert "valid/loss/attention_entropy" in events.Tags()["scalars"]
-    series = {
-        name: {e.step: e.value for e in events.Scalars(f"train/loss/{name}")}
-        for name in ("total", "spectral", "stop", "guided_attention", "attention_entropy")
-    }
-    for step, total in series["total"].items():
-        rest = total - series["spectral"][step] - series["stop"][step] - series["guided_attention"][step]
-        expected = 0.5 * series["attention_entropy"][step] if step > 3 else 0.0  # logged after the step
-        assert rest == pytest.approx(expected, abs=1e-4), step
-    assert sorted(series["total"]) == [1, 2, 3, 4, 5, 6]
 
 
 def test_train_frees_only_a_process_group_it_created(tmp_path):

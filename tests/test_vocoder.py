@@ -170,23 +170,6 @@ def test_same_math_as_torch_stft_and_istft(n_fft, win_length, hop_length, moment
         torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
 
 
-def test_accelerated_griffin_lim(real_magnitude):
-    config = AudioConfig()
-    kwargs = dict(**stft_args(config), window=torch.hann_window(config.win_length))
-    phase = torch.from_numpy(
-        2 * np.pi * np.random.RandomState(SEED).random_sample(real_magnitude.shape)
-    ).float()
-
-    def run(n_iter, **accelerated):
-        wave = griffin_lim(real_magnitude, **kwargs, n_iter=n_iter, init=phase, **accelerated)
-        return spectral_convergence(real_magnitude, wave, **kwargs).item()
-
-    # gamma=1 is fast Griffin-Lim whatever beta; Nenov et al.'s extrapolation
-    # gets below 32 iterations of it in fewer iterations.
-    assert run(8, beta=1.1) == pytest.approx(run(8), rel=1e-6)
-    assert run(26, beta=1.1, gamma=1.25) < run(32)
-
-
 def test_random_phase_is_seeded_and_shapes_follow_the_input():
     kwargs = dict(n_fft=64, hop_length=16, win_length=64, window=torch.hann_window(64))
     magnitude = torch.rand(33, 10, generator=torch.Generator().manual_seed(SEED))

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from tests.conftest import arctic_file
-from tests.test_convert import checkpoint  # noqa: F401  (the module-scoped fixture)
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint
 from vc.audio import LogMel, read_audio

@@ -103,7 +103,7 @@ def cmd_convert(args) -> None:
         raise AudioError(f"--save-alignment must end in .png or .npy, got {alignments[0]}")
     check_outputs(inputs, outputs + (alignments or []))  # before the model loads: no work, no loss
     _refuse_existing_outputs(args, inputs, outputs, alignments)
-    vocoder_net = False if args.no_vocoder_net else args.vocoder_net  # None: the checkpoint's companion
+    mel2linear = False if args.no_mel2linear else args.mel2linear  # None: the checkpoint's companion
     checkpoint = args.checkpoint
     if checkpoint is None:
         from vc.artifacts.pretrained import get_model, model_path
@@ -118,7 +118,7 @@ def cmd_convert(args) -> None:
             )
     postfilter = False if args.no_postfilter else args.postfilter  # None: embedded, else the companion
     converter = Converter.from_checkpoint(
-        checkpoint, device=args.device, overrides=overrides, vocoder_net=vocoder_net, postfilter=postfilter
+        checkpoint, device=args.device, overrides=overrides, mel2linear=mel2linear, postfilter=postfilter
     )
     failures = convert_files(
         converter,
@@ -190,6 +190,14 @@ def cmd_score(args) -> None:
         atomic_write_text(Path(args.json), json.dumps(json_ready(result), indent=1) + "\n")
 
 
+def cmd_compare(args) -> None:
+    from vc.evaluation.compare import compare, format_comparison, per_utterance
+
+    a = per_utterance(args.a, args.row)
+    b = per_utterance(args.b, args.row_b or args.row)
+    print("\n".join(format_comparison(*compare(a, b, args.resamples))))
+
+
 def cmd_gmm_peer(args) -> None:
     from vc.evaluation.gmm_peer import run_gmm_peer
     from vc.fileio import refuse_overwrite
@@ -214,7 +222,7 @@ def cmd_gmm_peer(args) -> None:
     )
 
 
-def cmd_vocoder_train(args) -> None:
+def cmd_mel2linear_train(args) -> None:
     import dataclasses
 
     from vc.config import load_config
@@ -232,7 +240,6 @@ def cmd_vocoder_train(args) -> None:
         options,
         progress=not args.no_progress,
         checkpoint=args.checkpoint,
-        init=args.init,
     )
     print(
         f"mel -> linear network: {args.out} ({info['steps']} steps, {info['minutes']:.1f} min, "
@@ -261,12 +268,16 @@ def cmd_export(args) -> None:
     from vc.fileio import refuse_overwrite
 
     refuse_overwrite([args.out], args.overwrite)
-    vocoder_net = False if args.no_vocoder_net else args.vocoder_net
+    mel2linear = False if args.no_mel2linear else args.mel2linear
     postfilter = False if args.no_postfilter else args.postfilter
     summary = export_model(
-        args.checkpoint, args.out, half=not args.float32, vocoder_net=vocoder_net, postfilter=postfilter
+        args.checkpoint, args.out, half=not args.float32, mel2linear=mel2linear, postfilter=postfilter
     )
-    net = f", vocoder network {summary['vocoder_net']}" if summary["vocoder_net"] else ", no vocoder network"
+    net = (
+        f", mel2linear network {summary['mel2linear']}"
+        if summary["mel2linear"]
+        else ", no mel2linear network"
+    )
     net += f", post-filter {summary['postfilter']}" if summary["postfilter"] else ", no post-filter"
     print(
         f"model file: {args.out} ({summary['bytes'] / 1e6:.1f} MB, step {summary['step']}, "
@@ -396,12 +407,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="stop at the first unusable input (default: convert the rest)"
     )
     convert.add_argument(
-        "--vocoder-net",
+        "--mel2linear",
+        "--vocoder-net",  # the old name, kept for one release
         metavar="FILE",
         help="mel -> linear network for Griffin-Lim (default: mel2linear.pt beside the checkpoint, if any)",
     )
     convert.add_argument(
-        "--no-vocoder-net", action="store_true", help="use the filterbank pseudo-inverse, not the network"
+        "--no-mel2linear",
+        "--no-vocoder-net",
+        action="store_true",
+        help="use the filterbank pseudo-inverse, not the network",
     )
     convert.add_argument(
         "--postfilter",
@@ -453,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--no-progress", action="store_true")
     score.set_defaults(func=cmd_score)
 
-    _add_vocoder_train(commands)
+    _add_mel2linear_train(commands)
     durations = commands.add_parser(
         "durations",
         help="target frames per source step from an attention model, for the non-autoregressive converter",
@@ -473,20 +488,38 @@ def build_parser() -> argparse.ArgumentParser:
     durations.set_defaults(func=cmd_durations)
     _add_postfilter_train(commands)
     _add_gmm_peer(commands)
+    compare = commands.add_parser(
+        "compare",
+        help="B - A per metric between two vc score --json files, with a paired bootstrap interval",
+        description="Is a difference between two scorings of the same eval utterances larger than the "
+        "eval set's own noise? Per metric: B - A and its 95 %% paired bootstrap interval over utterances. "
+        "Example: vc compare exp/a/scores.json exp/b/scores.json",
+    )
+    compare.add_argument("a", help="scores.json of the reference run (A)")
+    compare.add_argument("b", help="scores.json of the run to compare (B)")
+    compare.add_argument("--row", help="row of A (and of B unless --row-b); default: the model's row")
+    compare.add_argument("--row-b", help="row of B, when it differs from A's")
+    compare.add_argument(
+        "--resamples", type=_positive_int, default=2000, help="bootstrap draws (default 2000)"
+    )
+    compare.set_defaults(func=cmd_compare)
     export = commands.add_parser(
         "export",
-        help="write an inference-only model file (fp16 weights, config, statistics, vocoder network, post-filter)",
+        help="write an inference-only model file (fp16 weights, config, statistics, mel2linear network, post-filter)",
     )
     export.add_argument("checkpoint", help="a checkpoint written by vc train (e.g. EXP/checkpoints/best.pt)")
     export.add_argument("out", help="the model file to write")
     _add_overwrite(export, "OUT")
     export.add_argument("--float32", action="store_true", help="keep float32 weights (default fp16)")
     export.add_argument(
-        "--vocoder-net",
+        "--mel2linear",
+        "--vocoder-net",  # the old name, kept for one release
         metavar="FILE",
         help="network to embed (default: mel2linear.pt beside the checkpoint)",
     )
-    export.add_argument("--no-vocoder-net", action="store_true", help="embed no network (pseudo-inverse)")
+    export.add_argument(
+        "--no-mel2linear", "--no-vocoder-net", action="store_true", help="embed no network (pseudo-inverse)"
+    )
     export.add_argument(
         "--postfilter", metavar="FILE", help="post-filter to embed (default: postfilter.pt beside it)"
     )
@@ -526,9 +559,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_vocoder_train(commands) -> None:
+def _add_mel2linear_train(commands) -> None:
     sub = commands.add_parser(
-        "vocoder-train",
+        "mel2linear-train",
+        aliases=["vocoder-train"],  # the old name, kept for one release
         help="train the mel -> linear magnitude network for Griffin-Lim on the target speaker's recordings",
     )
     sub.add_argument(
@@ -540,8 +574,6 @@ def _add_vocoder_train(commands) -> None:
     sub.add_argument("--out", required=True, help="network file, e.g. EXP/checkpoints/mel2linear.pt")
     _add_overwrite(sub, "--out file")
     sub.add_argument("--config", help="YAML config whose audio settings the conversion model uses")
-    sub.add_argument("--architecture", choices=("resconv", "cbhg"), help="network body (default resconv)")
-    sub.add_argument("--init", help="start from this network file (fine-tuning) instead of a linear fit")
     sub.add_argument(
         "--checkpoint",
         help="conversion checkpoint: also train on its teacher-forced predicted mels (needs pair lists)",
@@ -554,7 +586,7 @@ def _add_vocoder_train(commands) -> None:
     sub.add_argument("--valid-files", dest="valid_files", type=int, help="files held out (default 10)")
     sub.add_argument("--seed", type=int, help="random seed (default 1)")
     sub.add_argument("--no-progress", action="store_true")
-    sub.set_defaults(func=cmd_vocoder_train)
+    sub.set_defaults(func=cmd_mel2linear_train)
 
 
 def _add_postfilter_train(commands) -> None:
@@ -572,13 +604,6 @@ def _add_postfilter_train(commands) -> None:
     sub.add_argument("--max-steps", dest="max_steps", type=_positive_int, help="step limit")
     sub.add_argument("--valid-files", dest="valid_files", type=int, help="pairs held out (default 10)")
     sub.add_argument("--seed", type=int, help="random seed (default 0)")
-    sub.add_argument(
-        "--no-source",
-        dest="source",
-        action="store_false",
-        default=None,
-        help="read the converted mels alone, not also the source at their timing",
-    )
     sub.add_argument(
         "--no-adversarial",
         dest="adversarial",

@@ -100,18 +100,14 @@ class InferenceConfig:
     # tract length normalisation, vc/audio/voice_warp.py) when the model holds that speaker's codebook
     # (models trained since it existed); "none" never warps.
     source_warp: str = "auto"
-    # Dropout of the decoder prenet at inference; None keeps model.decoder_prenet_dropout, the rate it
-    # trained with (Tacotron keeps it on so the decoder cannot copy its last frame). Measured on the
-    # bundled model, 100 bdl eval utterances through vc convert: 0.0 gave MCD 6.26 vs 6.34 dB, MOS
-    # 2.84 vs 2.75, WER 74.6 vs 73.1 % (within its noise), no early stop or runaway decode
-    # (docs/ablation.md).
-    prenet_dropout: float | None = None
-    # Free-running conversion scales the attention energies by this before the softmax: above 1,
-    # each step reads a narrower stretch of the source. Trained under teacher forcing, the attention
-    # spreads over ~2.6 encoder steps (~5 frames), and the output envelope is blurred over as many
-    # frames, which costs the recognizer most of the lost words (docs/ablation.md, "Where the words
-    # go"). 1 keeps the trained softmax.
-    attention_sharpness: float = 1.0
+    # Dropout of the decoder prenet at inference (it trains with model.decoder_prenet_dropout, on so the
+    # decoder cannot copy its last frame); None keeps the training rate. 0 is what the ablation adopted
+    # (docs/ablation.md, "Averaging and the decode options").
+    prenet_dropout: float | None = 0.0
+    # Free-running conversion scales the attention energies by this before the softmax: above 1, each
+    # step reads a narrower stretch of the source, against the blur a wide attention leaves in the
+    # output (docs/ablation.md, "Where the words go"); 1 keeps the trained softmax.
+    attention_sharpness: float = 2.0
     # Non-autoregressive converter only: predicted durations are divided by this (> 1 speaks faster).
     speed: float = 1.0
 
@@ -120,9 +116,8 @@ class InferenceConfig:
 class VocoderConfig:
     griffin_lim_iters: int = 32
     momentum: float = 0.99
-    # Magnitudes are raised to this power before phase recovery. Values of 1.2-1.5
-    # sound crisper but scale the log spectrum, which alone costs about 3 dB of MCD
-    # on ARCTIC (measured: ceiling 7.3 dB at 1.3, 4.1 dB at 1.0), so 1.0 by default.
+    # Magnitudes are raised to this power before phase recovery. Above 1 sounds crisper but scales
+    # the log spectrum, which costs MCD (docs/ablation.md), so 1.0 by default.
     magnitude_power: float = 1.0
 
 
@@ -170,7 +165,7 @@ class TrainConfig:
     # After warmup the learning rate decays as 1/sqrt(step) ("noam"), stays ("constant"), or falls
     # linearly to zero at the end of the budget, max_steps or max_minutes, whichever comes first
     # ("linear"; a time limit makes the schedule follow the clock: budgeted training, Li et al. 2020).
-    decay: str = "noam"
+    decay: str = "linear"
     grad_clip: float = 1.0
     stop_pos_weight: float = 5.0
     # Non-autoregressive converter only: weight of the duration predictor's loss on log(d + 1).
@@ -182,19 +177,6 @@ class TrainConfig:
     guided_attention_weight: float = 1.0
     # The guided attention weight is multiplied by this every 1000 steps.
     guided_attention_decay: float = 1.0
-    # Weight of the alignments' mean entropy (nats) in the training loss: > 0 asks each decoder
-    # step to read fewer encoder steps, against the ~5-frame blur of the output envelope that a
-    # wide attention leaves (docs/ablation.md). Never part of the dev loss. It starts at step
-    # attention_entropy_from: from step 0, 0.3 collapsed the attention onto one position before it
-    # had found the diagonal (measured: focus 1.0, diagonal 0.16 at step 300). From step 500 it
-    # narrowed the attention to 1.1 encoder steps and cost 8 WER points (docs/ablation.md): off.
-    attention_entropy_weight: float = 0.0
-    attention_entropy_from: int = 500
-    # The spectral training loss: "l1+l2" (Tacotron 2's) or "l1" alone, whose optimum under an
-    # uncertain timing is a sharp transition rather than a ramp (vc/training/losses.py). Measured on bdl -> slt,
-    # "l1" left the model's output as it was (docs/ablation.md, "L1 alone"). The dev loss is always
-    # L1 + L2, so runs stay comparable.
-    spectral_loss: str = "l1+l2"
     eval_every: int = 200
     log_every: int = 10
     keep_checkpoints: int = 3
@@ -225,7 +207,7 @@ class Config:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Config:
-        return _build(cls, data or {}, prefix="")
+        return _build(cls, _without_retired(data or {}), prefix="")
 
     def with_overrides(self, overrides: list[str]) -> Config:
         data = self.to_dict()
@@ -259,7 +241,6 @@ CHOICES = {
     ("inference", "source_normalization"): ("speaker", "utterance"),
     ("inference", "source_warp"): ("auto", "none"),
     ("train", "select_by"): ("loss", "free_running"),
-    ("train", "spectral_loss"): ("l1+l2", "l1"),
     ("train", "decay"): ("noam", "constant", "linear"),
 }
 ODD = (
@@ -295,10 +276,6 @@ def _validate(config: Config) -> None:
     dropout = config.inference.prenet_dropout
     if dropout is not None and not 0.0 <= dropout < 1.0:
         raise ConfigError(f"inference.prenet_dropout must be in [0, 1) or null, got {dropout}")
-    if not config.train.attention_entropy_weight >= 0:
-        raise ConfigError(
-            f"train.attention_entropy_weight must not be negative, got {config.train.attention_entropy_weight}"
-        )
     if not config.inference.speed > 0:
         raise ConfigError(f"inference.speed must be positive, got {config.inference.speed}")
     if config.model.kind == "nonautoregressive" and config.train.select_by != "loss":
@@ -319,6 +296,31 @@ def _validate(config: Config) -> None:
             raise ConfigError(f"augment.{key} must not be negative, got {getattr(augment, key)}")
     if augment.probability > 0 and augment.freq_masks > 0 and augment.freq_mask_width >= config.audio.n_mels:
         raise ConfigError(f"augment.freq_mask_width must be below audio.n_mels ({config.audio.n_mels})")
+
+
+# Keys of dropped experiments (docs/ablation.md names each and the commit that removed it) -> the value
+# that meant "off". Stored configs (checkpoints from before the removal) load when they hold that value;
+# any other value is an error that names the experiment.
+RETIRED = {
+    ("train", "attention_entropy_weight"): 0.0,
+    ("train", "attention_entropy_from"): None,  # any value: it only mattered with a weight
+    ("train", "spectral_loss"): "l1+l2",
+}
+
+
+def _without_retired(data: dict[str, Any]) -> dict[str, Any]:
+    data = {section: dict(values) if isinstance(values, dict) else values for section, values in data.items()}
+    for (section, key), off in RETIRED.items():
+        values = data.get(section)
+        if not isinstance(values, dict) or key not in values:
+            continue
+        value = values.pop(key)
+        if off is not None and value != off:
+            raise ConfigError(
+                f"{section}.{key} was an experiment and has been removed (docs/ablation.md); "
+                f"only {off!r}, what it meant off, is still read"
+            )
+    return data
 
 
 def _field_types(cls) -> dict[str, Any]:

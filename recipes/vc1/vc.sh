@@ -148,7 +148,7 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     if [ -f "$model_dir/mel2linear.pt" ]; then
         echo "=== stage 4: vocoder: already done ($model_dir/mel2linear.pt); delete it to train again"
     else
-        run_stage 4 "vocoder" vc vocoder-train "$data/train.tsv" --config "$(dirname "$model_dir")/config.yaml" \
+        run_stage 4 "vocoder" vc mel2linear-train "$data/train.tsv" --config "$(dirname "$model_dir")/config.yaml" \
             --checkpoint "$model" --out "$model_dir/mel2linear.pt" --max-minutes "$vocoder_minutes"
     fi
     # The teacher's row vocodes through the same network (one network, one stage's minutes).

@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 
 from vc.artifacts.checkpoint import INFERENCE_KEYS, load_checkpoint, save_checkpoint
-from vc.artifacts.mel2linear import EMBEDDED_VOCODER_KEY, find_mel2linear, read_mel2linear_payload
+from vc.artifacts.mel2linear import EMBEDDED_KEY as EMBEDDED_MEL2LINEAR_KEY
+from vc.artifacts.mel2linear import find_mel2linear, read_mel2linear_payload
 from vc.artifacts.postfilter import EMBEDDED_KEY as EMBEDDED_POSTFILTER_KEY
 from vc.artifacts.postfilter import find_postfilter, read_postfilter_payload
 
@@ -49,13 +50,13 @@ def export_model(
     out: str | Path,
     *,
     half: bool = True,
-    vocoder_net: str | Path | bool | None = None,
+    mel2linear: str | Path | bool | None = None,
     info: dict | None = None,
     postfilter: str | Path | bool | None = None,
 ) -> dict:
     """Write the inference-only file ``out`` (atomically); returns what it holds, for a summary line.
 
-    ``vocoder_net`` as in Converter.from_checkpoint: None embeds mel2linear.pt
+    ``mel2linear`` as in Converter.from_checkpoint: None embeds mel2linear.pt
     from beside the checkpoint when there is one, a path embeds that file,
     False embeds none (the pseudo-inverse path). ``postfilter``: the same for
     the GAN post-filter (postfilter.pt). Exporting an exported file again keeps
@@ -66,8 +67,8 @@ def export_model(
     if half:
         exported["model"] = _half(exported["model"])
     net_path = _embed(
-        exported, payload, checkpoint, EMBEDDED_VOCODER_KEY, half,
-        find_mel2linear(checkpoint, vocoder_net), vocoder_net, read_mel2linear_payload,
+        exported, payload, checkpoint, EMBEDDED_MEL2LINEAR_KEY, half,
+        find_mel2linear(checkpoint, mel2linear), mel2linear, read_mel2linear_payload,
     )  # fmt: skip
     postfilter_path = _embed(
         exported, payload, checkpoint, EMBEDDED_POSTFILTER_KEY, half,
@@ -79,7 +80,7 @@ def export_model(
     return {
         "step": int(payload["step"]),
         "parameters": sum(value.numel() for value in payload["model"].values()),
-        "vocoder_net": net_path,
+        "mel2linear": net_path,
         "postfilter": postfilter_path,
         "bytes": Path(out).stat().st_size,
     }

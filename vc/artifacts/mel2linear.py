@@ -29,8 +29,8 @@ log = logging.getLogger(__name__)
 
 FORMAT = "vc-mel2linear"
 COMPANION_NAME = "mel2linear.pt"
-EMBEDDED_VOCODER_KEY = "vocoder_net"  # where `vc export` puts the network inside a model file
-KIND = CompanionKind(Mel2Linear, FORMAT, "mel2linear network", COMPANION_NAME, EMBEDDED_VOCODER_KEY)
+EMBEDDED_KEY = "vocoder_net"  # where `vc export` puts the network inside a model file
+KIND = CompanionKind(Mel2Linear, FORMAT, "mel2linear network", COMPANION_NAME, EMBEDDED_KEY)
 
 
 def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info: dict | None = None) -> None:
@@ -73,21 +73,21 @@ def find_mel2linear(checkpoint: str | Path | None, explicit: str | Path | bool |
     return find_companion(checkpoint, COMPANION_NAME, explicit)
 
 
-def load_vocoder_net(
+def load_companion_mel2linear(
     audio: AudioConfig,
     checkpoint: str | Path | None,
-    vocoder_net: str | Path | bool | None = None,
+    mel2linear: str | Path | bool | None = None,
     device: str | torch.device = "cpu",
     payload: dict | None = None,
 ) -> Mel2Linear | None:
     """The network `vc convert` uses with ``checkpoint``, or None (the pseudo-inverse); logs which.
 
-    ``vocoder_net``: a network file; False: none; None: the one inside an exported
+    ``mel2linear``: a network file; False: none; None: the one inside an exported
     or bundled model file, else the companion beside the checkpoint (see
     vc.artifacts.companion.load_companion). ``payload``: the checkpoint when already loaded,
     so it is not read twice.
     """
-    net, where = load_companion(KIND, audio, checkpoint, vocoder_net, device, payload)
+    net, where = load_companion(KIND, audio, checkpoint, mel2linear, device, payload)
     # debug, not info: vc convert's stderr on bad input must stay one error line (vc -v shows it)
     if net is None:
         log.debug("vocoder: mel -> linear by filterbank pseudo-inverse (%s)", where)
@@ -99,12 +99,12 @@ def load_vocoder_net(
 def build_vocoder(
     config: Config,
     checkpoint: str | Path | None = None,
-    vocoder_net: str | Path | bool | None = None,
+    mel2linear: str | Path | bool | None = None,
     device: str | torch.device = "cpu",
 ) -> GriffinLimVocoder:
     """The Griffin-Lim vocoder `vc convert` uses with ``checkpoint`` (same network, same fallback).
 
-    ``vocoder_net=False`` gives the pseudo-inverse path whatever lies beside the checkpoint.
+    ``mel2linear=False`` gives the pseudo-inverse path whatever lies beside the checkpoint.
     """
-    net = load_vocoder_net(config.audio, checkpoint, vocoder_net, device)
+    net = load_companion_mel2linear(config.audio, checkpoint, mel2linear, device)
     return GriffinLimVocoder(config.audio, config.vocoder, net).to(device)

@@ -41,20 +41,13 @@ def griffin_lim(
     generator: torch.Generator | None = None,
     init: str | torch.Tensor = "random",
     frame_lens: torch.Tensor | None = None,
-    beta: float = 0.0,
-    gamma: float = 1.0,
 ) -> torch.Tensor:
     """Recover a waveform from an STFT magnitude with fast Griffin-Lim.
 
     Perraudin, Balazs, Sondergaard, "A fast Griffin-Lim algorithm", WASPAA 2013:
     each iteration projects onto consistent spectrograms (iSTFT then STFT), then
     extrapolates along the last step by ``momentum`` before re-imposing the
-    magnitude. ``momentum=0`` is the original Griffin-Lim algorithm. ``gamma``
-    and ``beta`` turn it into the accelerated Griffin-Lim algorithm (Nenov,
-    Nguyen, Balazs, Bot, "Faster than fast: accelerating the Griffin-Lim
-    algorithm", ICASSP 2023): t_n = (1 - gamma) d_n-1 + gamma P(c_n-1),
-    c_n = t_n + momentum (t_n - t_n-1), d_n = t_n + beta (t_n - t_n-1), with P
-    the two projections; gamma=1 is fast Griffin-Lim whatever beta.
+    magnitude. ``momentum=0`` is the original Griffin-Lim algorithm.
 
     ``init`` is "random" (phase uniform in [0, 2 pi), drawn from ``generator``;
     librosa's init="random"), "zero" (librosa's init=None) or a tensor of initial
@@ -77,9 +70,7 @@ def griffin_lim(
     by one complex-by-real multiply with rsqrt(re^2 + im^2) (complex abs and sgn cost more
     than the FFTs). On a CPU a padded batch runs item by item on each item's
     own frames: the same result, and a batch of 8 stays in cache (1.7x faster
-    per utterance than as one batch). Accelerated Griffin-Lim with gamma=1.25,
-    beta=1.1 reaches librosa's 32-iteration spectral convergence in 26-29
-    iterations instead of 32 (a 10-20 % saving); gamma=1.5 diverges.
+    per utterance than as one batch).
 
     Measured on six ARCTIC utterances after 32 iterations, a phase-gradient
     initial phase (PGHI; Prusa, Balazs, Sondergaard, IEEE/ACM TASLP 2017) takes
@@ -114,7 +105,7 @@ def griffin_lim(
     # phases however the items are then grouped.
     start = _with_phase(magnitude, _initial_phase(magnitude, init, generator))
     stft = _Stft(n_fft, hop_length, window, magnitude.dtype, magnitude.device)
-    iterations = dict(n_iter=n_iter, momentum=momentum, beta=beta, gamma=gamma)
+    iterations = dict(n_iter=n_iter, momentum=momentum)
     if magnitude.device.type != "cpu" or batch == 1 or not _ITEM_BY_ITEM_ON_CPU:
         wave = _griffin_lim_batch(magnitude, start, frame_lens, length, stft, **iterations)
         return wave[0] if single else wave
@@ -134,7 +125,7 @@ def griffin_lim(
 _ITEM_BY_ITEM_ON_CPU = True
 
 
-def _griffin_lim_batch(magnitude, start, frame_lens, length, stft, *, n_iter, momentum, beta, gamma):
+def _griffin_lim_batch(magnitude, start, frame_lens, length, stft, *, n_iter, momentum):
     """The iterations of griffin_lim on one padded batch, on overlap-added signals.
 
     Shapes:
@@ -151,18 +142,15 @@ def _griffin_lim_batch(magnitude, start, frame_lens, length, stft, *, n_iter, mo
     if int(frame_lens.max()) < 2:
         n_iter = 0
     if n_iter > 0:
-        previous = current = extrapolated = stft.overlap_add(spec).mul_(loop_scale)
+        previous = current = stft.overlap_add(spec).mul_(loop_scale)
     for step in range(n_iter):
         spec = stft.impose(current, magnitude)
         if step == n_iter - 1:
             break
         projected = stft.overlap_add(spec).mul_(loop_scale)
-        # t = (1 - gamma) d + gamma P(c); c = t + momentum (t - t'); d = t + beta (t - t'),
-        # each one lerp (one pass, where a sub and an add are two).
-        accelerated = projected if gamma == 1.0 else torch.lerp(extrapolated, projected, gamma)
-        current = accelerated if momentum == 0 else torch.lerp(previous, accelerated, 1.0 + momentum)
-        extrapolated = accelerated if gamma == 1.0 else torch.lerp(previous, accelerated, 1.0 + beta)
-        previous = accelerated
+        # c = t + momentum (t - t') in one lerp (one pass, where a sub and an add are two).
+        current = projected if momentum == 0 else torch.lerp(previous, projected, 1.0 + momentum)
+        previous = projected
     if bool((frame_lens < 2).any()):
         spec = torch.where((frame_lens < 2)[:, None, None], start.transpose(1, 2), spec)
     item_lens = length - (frames - frame_lens) * stft.hop_length
@@ -391,7 +379,7 @@ def spectral_convergence(
 class GriffinLimVocoder(torch.nn.Module):
     """Log-mel (as made by vc.audio.LogMel) to waveform with Griffin-Lim.
 
-    Mel -> linear by ``magnitude_net`` (vc.model.mel2linear, a network trained on
+    Mel -> linear by ``mel2linear`` (vc.model.mel2linear, a network trained on
     the target speaker; Tacotron's post-network) when given, else through the
     filterbank pseudo-inverse refined by NNLS_STEPS
     projected-gradient steps of non-negative least squares, magnitude sharpened by ``vocoder.magnitude_power``
@@ -404,9 +392,7 @@ class GriffinLimVocoder(torch.nn.Module):
         returns: waves (B, frames * hop_length), zero past each item, and wave_lens (B,)
     """
 
-    def __init__(
-        self, audio: AudioConfig, vocoder: VocoderConfig, magnitude_net: torch.nn.Module | None = None
-    ):
+    def __init__(self, audio: AudioConfig, vocoder: VocoderConfig, mel2linear: torch.nn.Module | None = None):
         super().__init__()
         if 2 * audio.hop_length > audio.win_length:
             # The last hop of the frames x hop_length output lies under the last
@@ -424,7 +410,7 @@ class GriffinLimVocoder(torch.nn.Module):
         self.register_buffer("basis_pinv", torch.from_numpy(pinv), persistent=False)
         self.nnls_step = nnls_step(basis)
         # (B, frames, n_mels) log-mel -> (B, frames, n_fft // 2 + 1) log10 magnitude, or None.
-        self.magnitude_net = magnitude_net.eval() if magnitude_net is not None else None
+        self.mel2linear = mel2linear.eval() if mel2linear is not None else None
 
     @torch.no_grad()
     def forward(
@@ -437,8 +423,8 @@ class GriffinLimVocoder(torch.nn.Module):
         batch, frames, _ = logmel.shape
         if frame_lens is None:
             frame_lens = torch.full((batch,), frames, dtype=torch.long, device=logmel.device)
-        if self.magnitude_net is not None:
-            log_magnitude = self.magnitude_net(logmel.float(), frame_lens).transpose(1, 2)
+        if self.mel2linear is not None:
+            log_magnitude = self.mel2linear(logmel.float(), frame_lens).transpose(1, 2)
             magnitude = torch.pow(10.0, log_magnitude * v.magnitude_power)
         else:
             mel = torch.pow(a.log_base, logmel.float())  # LogMel stored log_base(max(mel, floor))

@@ -52,8 +52,8 @@ def ceiling_vocoders(config: Config, checkpoint: str | Path | None) -> dict[str,
     from vc.artifacts.mel2linear import build_vocoder
 
     rows = {CEILING: build_vocoder(config, checkpoint)}
-    if rows[CEILING].magnitude_net is not None:
-        rows[f"{CEILING} (pseudo-inverse)"] = build_vocoder(config, checkpoint, vocoder_net=False)
+    if rows[CEILING].mel2linear is not None:
+        rows[f"{CEILING} (pseudo-inverse)"] = build_vocoder(config, checkpoint, mel2linear=False)
     return rows
 
 

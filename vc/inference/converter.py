@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.profiler import record_function
 
 from vc.artifacts.checkpoint import load_checkpoint, private_rng
-from vc.artifacts.mel2linear import load_vocoder_net
+from vc.artifacts.mel2linear import load_companion_mel2linear
 from vc.artifacts.postfilter import load_postfilter
 from vc.audio import FeatureStats, LogMel, prepare_wave, read_audio
 from vc.audio.griffin_lim import GriffinLimVocoder
@@ -64,7 +65,7 @@ class Converter:
         tgt_stats: FeatureStats,
         device: torch.device,
         seed: int = 0,
-        magnitude_net: torch.nn.Module | None = None,
+        mel2linear: torch.nn.Module | None = None,
         source_codebook: VoiceCodebook | None = None,
         postfilter: torch.nn.Module | None = None,
     ):
@@ -78,7 +79,7 @@ class Converter:
         self.src_stats = src_stats
         self.tgt_stats = tgt_stats
         self.features = LogMel(config.audio).to(device)
-        self.vocoder = GriffinLimVocoder(config.audio, config.vocoder, magnitude_net).to(device)
+        self.vocoder = GriffinLimVocoder(config.audio, config.vocoder, mel2linear).to(device)
         # (B, T, n_mels) log-mel -> the same, sharpened in time (vc.training.postfilter), or None.
         self.postfilter = postfilter.to(device).eval() if postfilter is not None else None
         # Checkpoints from before vc/audio/voice_warp.py hold no codebook: their inputs are not warped.
@@ -94,12 +95,12 @@ class Converter:
         path: str | Path,
         device: str | None = None,
         overrides: list[str] | None = None,
-        vocoder_net: str | Path | bool | None = None,
+        mel2linear: str | Path | bool | None = None,
         postfilter: str | Path | bool | None = None,
     ):
         """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings.
 
-        ``vocoder_net``: the mel -> linear network file for Griffin-Lim; None uses
+        ``mel2linear``: the mel -> linear network file for Griffin-Lim; None uses
         the one inside an exported model file, else mel2linear.pt beside the
         checkpoint when it exists; False the pseudo-inverse. ``postfilter``: the
         same choice for the GAN post-filter (vc.training.postfilter, postfilter.pt); False: none.
@@ -129,17 +130,17 @@ class Converter:
             raise CheckpointError(
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
             ) from None
-        magnitude_net = load_vocoder_net(config.audio, path, vocoder_net, device, payload=payload)
-        sharpener = load_postfilter(config.audio, path, postfilter, device, payload=payload)
+        mel2linear = load_companion_mel2linear(config.audio, path, mel2linear, device, payload=payload)
+        postfilter_net = load_postfilter(config.audio, path, postfilter, device, payload=payload)
         return cls(
             model,
             config,
             src_stats,
             tgt_stats,
             device,
-            magnitude_net=magnitude_net,
+            mel2linear=mel2linear,
             source_codebook=codebook,
-            postfilter=sharpener,
+            postfilter=postfilter_net,
         )
 
     @classmethod
@@ -190,21 +191,25 @@ class Converter:
         """Prepared waves (at the model's rate, trimmed) -> conversions, one batch on the device."""
         wave_lens = torch.tensor([len(w) for w in waves])
         padded = torch.nn.utils.rnn.pad_sequence([torch.from_numpy(w) for w in waves], batch_first=True)
-        mels, mel_lens = self.features(padded.to(self.device), wave_lens.to(self.device))
-        src = self.normalize_source(mels, mel_lens)
+        # Stage labels for torch.profiler (bench/convert_rtf.py); the models label encoder, decoder, postnet.
+        with record_function("features"):
+            mels, mel_lens = self.features(padded.to(self.device), wave_lens.to(self.device))
+            src = self.normalize_source(mels, mel_lens)
         # Seeded: the prenet's dropout (on at inference) and Griffin-Lim's initial
         # phase are random, and the same input should give the same output.
         with private_rng(self.seed, self.device):
             out = self.model.inference(src, mel_lens, self.config.inference)
         converted = self.tgt_stats.denormalize(out.after)
         if self.postfilter is not None:
-            converted = self.postfilter(
-                converted,
-                out.lens,
-                self.aligned_source(src, mel_lens, out.alignments, out.enc_lens, out.lens),
-            )
+            with record_function("postfilter"):
+                converted = self.postfilter(
+                    converted,
+                    out.lens,
+                    self.aligned_source(src, mel_lens, out.alignments, out.enc_lens, out.lens),
+                )
         generator = torch.Generator(device=self.device).manual_seed(self.seed)
-        audio, audio_lens = self.vocoder(converted, out.lens, generator=generator)
+        with record_function("vocoder"):
+            audio, audio_lens = self.vocoder(converted, out.lens, generator=generator)
         # Alignment rows: decoder steps of the attention model, output frames of the non-autoregressive one.
         steps = decoder_steps(out.lens, self.config.model.reduction_factor) if self.attention else out.lens
         results = []

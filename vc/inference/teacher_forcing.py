@@ -24,7 +24,7 @@ from vc.progress import progress as show_progress  # `progress` is a parameter n
 
 def for_teacher_forcing(checkpoint: str | Path) -> Converter:
     """The model of ``checkpoint`` on the CPU, without the networks that follow it."""
-    return Converter.from_checkpoint(checkpoint, device="cpu", vocoder_net=False, postfilter=False)
+    return Converter.from_checkpoint(checkpoint, device="cpu", mel2linear=False, postfilter=False)
 
 
 @torch.no_grad()

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.profiler import record_function
 
 from vc.config import InferenceConfig, ModelConfig
 from vc.model.encoder import Encoder
@@ -149,13 +150,15 @@ class NonAutoregressiveVC(nn.Module):
         )
 
     def _decode(self, memory, enc_lens, log_durations, durations, max_frames=None):
-        expanded, index, position, lens = length_regulate(memory, durations, max_frames)
-        keep = (~make_pad_mask(lens, expanded.shape[1])).unsqueeze(-1).to(expanded.dtype)
-        x = self.inp(torch.cat([expanded, position.unsqueeze(-1)], dim=-1)) * keep
-        for block in self.blocks:
-            x = block(x, keep)
-        before = self.proj(self.norm(x)) * keep
-        after = (before + self.postnet(before, keep.squeeze(-1) == 0)) * keep
+        with record_function("decoder"):
+            expanded, index, position, lens = length_regulate(memory, durations, max_frames)
+            keep = (~make_pad_mask(lens, expanded.shape[1])).unsqueeze(-1).to(expanded.dtype)
+            x = self.inp(torch.cat([expanded, position.unsqueeze(-1)], dim=-1)) * keep
+            for block in self.blocks:
+                x = block(x, keep)
+            before = self.proj(self.norm(x)) * keep
+        with record_function("postnet"):
+            after = (before + self.postnet(before, keep.squeeze(-1) == 0)) * keep
         alignments = F.one_hot(index, memory.shape[1]).to(memory.dtype) * keep
         return NonAutoregressiveOutput(before, after, log_durations, durations, alignments, lens, enc_lens)
 
@@ -170,13 +173,15 @@ class NonAutoregressiveVC(nn.Module):
     def inference(self, src, src_lens, config: InferenceConfig | None = None) -> NonAutoregressiveOutput:
         """Conversion at the predicted timing; inference.speed > 1 speaks faster (fewer frames)."""
         config = config or InferenceConfig()
-        memory, enc_lens = self.encoder(src, src_lens)
-        pad_mask = make_pad_mask(enc_lens, memory.shape[1])
-        log_durations = self.duration_predictor(memory, pad_mask)
-        durations = predicted_durations(log_durations, pad_mask, config.speed)
-        # The same bounds as the attention model's decode: at least one frame, at most max_ratio x.
-        max_frames = (src_lens.float() * config.max_ratio).long().clamp(min=1)
-        durations = cap_durations(durations, max_frames)
+        with record_function("encoder"):  # stage labels for torch.profiler (bench/convert_rtf.py)
+            memory, enc_lens = self.encoder(src, src_lens)
+        with record_function("durations"):
+            pad_mask = make_pad_mask(enc_lens, memory.shape[1])
+            log_durations = self.duration_predictor(memory, pad_mask)
+            durations = predicted_durations(log_durations, pad_mask, config.speed)
+            # The same bounds as the attention model's decode: at least one frame, at most max_ratio x.
+            max_frames = (src_lens.float() * config.max_ratio).long().clamp(min=1)
+            durations = cap_durations(durations, max_frames)
         return self._decode(memory, enc_lens, log_durations, durations)
 
 

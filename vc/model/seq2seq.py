@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import torch
 from torch import nn
+from torch.profiler import record_function
 
 from vc.config import InferenceConfig, ModelConfig
 from vc.model.attention import build_attention
@@ -88,22 +89,25 @@ class Seq2SeqVC(nn.Module):
     def inference(self, src, src_lens, config: InferenceConfig | None = None) -> Seq2SeqOutput:
         """Free-running conversion of a batch; always terminates (see InferenceConfig)."""
         config = config or InferenceConfig()
-        memory, keys, pad_mask, enc_lens = self.encode(src, src_lens)
+        with record_function("encoder"):  # stage labels for torch.profiler (bench/convert_rtf.py)
+            memory, keys, pad_mask, enc_lens = self.encode(src, src_lens)
         min_frames = (src_lens.float() * config.min_ratio).long()
         max_frames = (src_lens.float() * config.max_ratio).long().clamp(min=1)
         window = (config.window_backward, config.window_forward) if config.use_monotonic_window else None
-        out = self.decoder.inference(
-            memory,
-            keys,
-            pad_mask,
-            min_frames,
-            max_frames,
-            config.stop_threshold,
-            window,
-            config.attention_sharpness,
-        )
-        after = self._postnet(out.frames, out.lens)
-        after = after * ~make_pad_mask(out.lens, after.shape[1]).unsqueeze(-1)
+        with record_function("decoder"):
+            out = self.decoder.inference(
+                memory,
+                keys,
+                pad_mask,
+                min_frames,
+                max_frames,
+                config.stop_threshold,
+                window,
+                config.attention_sharpness,
+            )
+        with record_function("postnet"):
+            after = self._postnet(out.frames, out.lens)
+            after = after * ~make_pad_mask(out.lens, after.shape[1]).unsqueeze(-1)
         return Seq2SeqOutput(out.frames, after, out.stop_logits, out.alignments, out.lens, enc_lens)
 
 

@@ -1,5 +1,5 @@
-"""Training losses: masked spectral L1 + L2, stop-token BCE, guided attention, attention entropy; the
-non-autoregressive converter's spectral and duration losses."""
+"""Training losses: masked spectral L1 + L2, stop-token BCE, guided attention; the non-autoregressive
+converter's spectral and duration losses."""
 
 from __future__ import annotations
 
@@ -14,16 +14,13 @@ from vc.model.layers import make_pad_mask
 
 class Losses(NamedTuple):
     total: torch.Tensor
-    spectral: torch.Tensor  # L1 + L2 (or L1 alone), before and after the postnet
+    spectral: torch.Tensor  # L1 + L2, before and after the postnet
     stop: torch.Tensor
     guided_attention: torch.Tensor
-    attention_entropy: torch.Tensor  # nats per decoder step; exp() = encoder steps read
 
 
-def masked_spectral_loss(
-    pred: torch.Tensor, tgt: torch.Tensor, lens: torch.Tensor, l2: bool = True
-) -> torch.Tensor:
-    """L1 + L2 (L1 alone when not l2) over the true frames only. pred, tgt: (B, T, D); lens: (B,).
+def masked_spectral_loss(pred: torch.Tensor, tgt: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+    """L1 + L2 over the true frames only. pred, tgt: (B, T, D); lens: (B,).
 
     Where the target's timing is uncertain, L2 is minimised by the mean of the
     timings, a ramp across a transition; L1 by their median, a step. The L2 term
@@ -33,10 +30,7 @@ def masked_spectral_loss(
     valid = (~make_pad_mask(lens, tgt.shape[1])).unsqueeze(-1).to(pred.dtype)
     count = valid.sum() * tgt.shape[2]
     diff = (pred - tgt) * valid
-    total = diff.abs().sum()
-    if l2:
-        total = total + diff.square().sum()
-    return total / count
+    return (diff.abs().sum() + diff.square().sum()) / count
 
 
 def stop_labels(lens: torch.Tensor, frames: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -89,20 +83,6 @@ def guided_attention_loss(
     return (alignments * weights * valid.to(alignments.dtype)).sum() / dec_lens.sum()
 
 
-def attention_entropy(alignments: torch.Tensor, dec_lens: torch.Tensor) -> torch.Tensor:
-    """Mean entropy of each valid decoder step's alignment (B, steps, N), in nats.
-
-    exp(entropy) is how many encoder steps a decoder step effectively reads: a
-    wide alignment averages the source over that many steps, and the output
-    envelope comes out blurred in time (docs/ablation.md, "Where the words go").
-    Padded encoder positions hold exactly 0 and add nothing.
-    """
-    alpha = alignments.float()  # 1e-12 underflows in half precision
-    entropy = -(alpha * alpha.clamp_min(1e-12).log()).sum(dim=-1)
-    valid = (~make_pad_mask(dec_lens, alignments.shape[1])).to(entropy.dtype)
-    return (entropy * valid).sum() / valid.sum()
-
-
 def compute_losses(
     out: Seq2SeqOutput,
     tgt: torch.Tensor,
@@ -111,11 +91,9 @@ def compute_losses(
     stop_pos_weight: float,
     guided_sigma: float,
     guided_weight: float,
-    entropy_weight: float = 0.0,
-    l2: bool = True,
 ) -> Losses:
-    spectral = masked_spectral_loss(out.before, tgt, tgt_lens, l2) + masked_spectral_loss(
-        out.after, tgt, tgt_lens, l2
+    spectral = masked_spectral_loss(out.before, tgt, tgt_lens) + masked_spectral_loss(
+        out.after, tgt, tgt_lens
     )
     stop = stop_loss(out.stop_logits, tgt_lens, stop_pos_weight)
     dec_lens = decoder_steps(tgt_lens, reduction_factor)
@@ -123,20 +101,11 @@ def compute_losses(
         guided = guided_attention_loss(out.alignments, dec_lens, out.enc_lens, guided_sigma)
     else:
         guided = tgt.new_zeros(())
-    entropy = attention_entropy(out.alignments, dec_lens)
-    total = spectral + stop + guided_weight * guided
-    if entropy_weight > 0:
-        total = total + entropy_weight * entropy
-    return Losses(total, spectral, stop, guided, entropy)
+    return Losses(spectral + stop + guided_weight * guided, spectral, stop, guided)
 
 
-def teacher_forced_losses(
-    model, batch, config, guided_weight: float, entropy_weight: float = 0.0, l2: bool = True
-) -> Losses:
-    """Teacher-forced forward of a vc.training.data.Batch and its losses, as training and validation compute them.
-
-    Validation leaves entropy_weight at 0 and l2 on, so dev losses stay comparable across runs.
-    """
+def teacher_forced_losses(model, batch, config, guided_weight: float) -> Losses:
+    """Teacher-forced forward of a vc.training.data.Batch and its losses, as training and validation compute them."""
     out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
     t = config.train
     return compute_losses(
@@ -147,8 +116,6 @@ def teacher_forced_losses(
         t.stop_pos_weight,
         t.guided_attention_sigma,
         guided_weight,
-        entropy_weight,
-        l2,
     )
 
 

@@ -4,7 +4,7 @@ Training needs only the target speaker's recordings: the log-mel and the STFT
 magnitude of the same audio, with exactly LogMel's STFT. Features are computed
 once and kept in memory; each step reads random fixed-length crops.
 
-    vc vocoder-train --list data/bdl_slt/train.tsv --out exp/.../checkpoints/mel2linear.pt
+    vc mel2linear-train data/bdl_slt/train.tsv --out exp/.../checkpoints/mel2linear.pt
 
 The file is a small companion of the conversion checkpoint: `vc convert` and
 Converter.from_checkpoint use ``mel2linear.pt`` beside the checkpoint when it
@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from vc.artifacts.mel2linear import load_mel2linear, save_mel2linear
+from vc.artifacts.mel2linear import save_mel2linear
 from vc.audio import AUDIO_FORMATS, LogMel, read_audio
 from vc.config import AudioConfig
 from vc.errors import DataError
@@ -42,8 +42,7 @@ MAGNITUDE_FLOOR = 1e-5
 
 @dataclasses.dataclass
 class TrainOptions:
-    architecture: str = "resconv"
-    channels: int = 128  # 256: 2x slower steps, validation 4.435 vs 4.44 dB after 8 min (docs/ablation.md)
+    channels: int = 128  # 256 steps half as fast for no gain in 8 minutes (docs/ablation.md)
     layers: int = 4
     kernel: int = 5
     batch_size: int = 16
@@ -53,9 +52,8 @@ class TrainOptions:
     max_minutes: float = 8.0  # with feature extraction, under 10 minutes on 2 CPU cores
     valid_files: int = 10  # held out from the end of the (sorted) file list
     valid_every: int = 250
-    # Weight of spectral_convergence_loss beside the log-magnitude L1. Measured after
-    # Griffin-Lim on 10 slt utterances: 3.58 dB MCD with 1.0 (219 steps), 3.65 dB
-    # without (156 steps): a weak signal, both runs short.
+    # Weight of spectral_convergence_loss beside the log-magnitude L1 (a weak gain after Griffin-Lim,
+    # docs/ablation.md).
     spectral_convergence_weight: float = 1.0
     seed: int = 1
 
@@ -156,11 +154,9 @@ def train_mel2linear(
     options: TrainOptions,
     progress: bool = True,
     checkpoint: str | Path | None = None,
-    init: str | Path | None = None,
 ) -> dict[str, Any]:
     """Train on the recordings in ``paths`` (see audio_files) and save the best network to ``out``.
 
-    ``init``: start from this network file instead of a least-squares linear map.
     ``checkpoint``: a conversion model; its teacher-forced predicted mels of the
     pairs in ``paths`` (pair lists only) are added as inputs beside the natural
     ones, with the same target magnitudes, so the network learns to undo their blur.
@@ -184,21 +180,17 @@ def train_mel2linear(
         ]
         train_items += predicted[: len(items) - valid_count]
         valid_items += predicted[len(items) - valid_count :]
-    if init is not None:
-        net = load_mel2linear(init, audio).train()
-    else:
-        net = Mel2Linear(
-            audio.n_mels,
-            audio.n_fft // 2 + 1,
-            options.architecture,
-            options.channels,
-            options.layers,
-            options.kernel,
-        )
-        frames = torch.cat([mel for mel, _ in train_items])
-        pick = torch.randperm(len(frames))[:200_000]
-        fit_linear(net, frames[pick], torch.cat([mag for _, mag in train_items])[pick].float())
-        del frames
+    net = Mel2Linear(
+        audio.n_mels,
+        audio.n_fft // 2 + 1,
+        channels=options.channels,
+        layers=options.layers,
+        kernel=options.kernel,
+    )
+    frames = torch.cat([mel for mel, _ in train_items])
+    pick = torch.randperm(len(frames))[:200_000]
+    fit_linear(net, frames[pick], torch.cat([mag for _, mag in train_items])[pick].float())
+    del frames
     start_db = validation_db(net, valid_items)
     log.info(
         "%d training, %d validation items; before training: %.2f dB",

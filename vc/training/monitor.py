@@ -91,7 +91,7 @@ class Monitor:
             losses = teacher_forced_losses(model, batch, self.config, guided_weight=1.0)
             weight = int(batch.tgt_lens.sum())
             frames += weight
-            for name in ("spectral", "stop", "guided_attention", "attention_entropy"):
+            for name in ("spectral", "stop", "guided_attention"):
                 totals[name] = totals.get(name, 0.0) + float(getattr(losses, name)) * weight
         for name, value in totals.items():
             self.writer.add_scalar(f"valid/loss/{name}", value / frames, step)

@@ -57,7 +57,6 @@ class TrainOptions:
     adversarial_weight: float = 1.0
     feature_matching_weight: float = 2.0
     channels: int = 256
-    source: bool = True  # read the source at the output's timing too (False: the converted mels alone)
     adversarial: bool = True  # False: L1 alone at every step, no discriminator
     valid_files: int = 10
     seed: int = 0
@@ -104,13 +103,9 @@ def train_postfilter(
     torch.manual_seed(options.seed)
     rng = random.Random(options.seed)
     items = training_examples(checkpoint, pair_lists, audio, progress)
-    if not options.source:
-        items = [(mel, None, target) for mel, _, target in items]
     valid_count = min(options.valid_files, len(items) // 2)
     train_items, valid_items = items[: len(items) - valid_count], items[len(items) - valid_count :]
-    generator = MelPostfilter(
-        audio.n_mels, channels=options.channels, source_dim=audio.n_mels if options.source else 0
-    )
+    generator = MelPostfilter(audio.n_mels, channels=options.channels, source_dim=audio.n_mels)
     generator.in_mean.copy_(torch.as_tensor(stats.mean, dtype=torch.float32))
     generator.in_std.copy_(torch.as_tensor(stats.std, dtype=torch.float32))
     before = _validate(generator, valid_items)

@@ -207,10 +207,6 @@ class Trainer:
         t = self.config.train
         return t.guided_attention_weight * t.guided_attention_decay ** (self.step / 1000)
 
-    def attention_entropy_weight(self) -> float:
-        t = self.config.train
-        return t.attention_entropy_weight if self.step >= t.attention_entropy_from else 0.0
-
     def train_step(self, batch) -> dict[str, float]:
         t = self.config.train
         batch = batch.to(self.device)
@@ -222,14 +218,7 @@ class Trainer:
             if self.config.model.kind == "nonautoregressive":
                 losses = student_losses(model, batch, self.config)
             else:
-                losses = teacher_forced_losses(
-                    model,
-                    batch,
-                    self.config,
-                    self.guided_attention_weight(),
-                    self.attention_entropy_weight(),
-                    l2=t.spectral_loss == "l1+l2",
-                )
+                losses = teacher_forced_losses(model, batch, self.config, self.guided_attention_weight())
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(losses.total).backward()
         self.scaler.unscale_(self.optimizer)

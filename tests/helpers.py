@@ -1,0 +1,134 @@
+"""Small builders the tests share: tiny model configs, synthetic audio and pair lists, tiny checkpoints.
+
+Fixtures live in conftest.py; plain functions live here, imported by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from vc.artifacts.checkpoint import save_checkpoint
+from vc.audio import FeatureStats
+from vc.config import Config, DataConfig, ModelConfig, TrainConfig
+from vc.evaluation import optional
+from vc.model import build_model
+
+TINY_MELS = 6  # mel bands of every tiny model here
+
+
+def tiny_config(**overrides) -> ModelConfig:
+    config = ModelConfig(
+        encoder_reduction_factor=2,
+        encoder_prenet_dim=8,
+        encoder_conv_layers=2,
+        encoder_conv_channels=8,
+        encoder_conv_kernel=3,
+        encoder_hidden_dim=4,
+        encoder_dropout=0.0,
+        attention_dim=8,
+        attention_location_filters=4,
+        attention_location_kernel=5,
+        decoder_prenet_dim=8,
+        decoder_prenet_dropout=0.0,
+        attention_rnn_dim=8,
+        decoder_rnn_dim=8,
+        postnet_layers=2,
+        postnet_channels=8,
+        postnet_kernel=3,
+        postnet_dropout=0.0,
+    )
+    return dataclasses.replace(config, **overrides)
+
+
+def speech_like(seconds: float = 1.0, sr: int = 16000, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * sr)) / sr
+    return 0.3 * np.sin(2 * np.pi * 150 * t) * (1 + np.sin(2 * np.pi * 3 * t)) + 0.01 * rng.standard_normal(
+        len(t)
+    )
+
+
+def synthetic_pairs(folder: Path, count: int, seed: int = 0) -> list[str]:
+    """Pairs of short harmonic 'utterances': the target is the source a fifth higher."""
+    rng = np.random.default_rng(seed)
+    sr = 16000
+    lines = []
+    for k in range(count):
+        duration = rng.uniform(0.4, 0.8)
+        t = np.arange(int(sr * duration)) / sr
+        f0 = 110 * (1 + 0.3 * np.sin(2 * np.pi * rng.uniform(0.5, 2) * t))
+        phase = 2 * np.pi * np.cumsum(f0) / sr
+        for name, shift in (("src", 1.0), ("tgt", 1.5)):
+            wave = sum(np.sin(h * shift * phase) / h for h in range(1, 6)) * 0.2
+            sf.write(folder / f"{name}{k}.wav", wave, sr)
+        lines.append(f"utt{k}\tsrc{k}.wav\ttgt{k}.wav")
+    return lines
+
+
+def tiny_training_config(tmp_path: Path, **train_overrides) -> Config:
+    lines = synthetic_pairs(tmp_path, 6)
+    (tmp_path / "train.tsv").write_text("\n".join(lines[:4]) + "\n")
+    (tmp_path / "dev.tsv").write_text("\n".join(lines[4:]) + "\n")
+    config = Config()
+    config.audio = dataclasses.replace(config.audio, n_mels=TINY_MELS)
+    config.model = tiny_config()
+    config.data = DataConfig(
+        train_list=str(tmp_path / "train.tsv"),
+        dev_list=str(tmp_path / "dev.tsv"),
+        cache_dir=str(tmp_path / "cache"),
+        batch_size=2,
+        num_fixed_utterances=2,
+    )
+    config.train = dataclasses.replace(
+        TrainConfig(),
+        max_steps=6,
+        eval_every=3,
+        log_every=1,
+        warmup_steps=2,
+        evolution_columns=4,
+        **train_overrides,
+    )
+    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim_iters=2)
+    return config
+
+
+def write_pair_list(folder, count: int):
+    """``count`` synthetic source/target wav pairs in ``folder`` and their list, train.tsv."""
+    lines = []
+    for k in range(count):
+        for role in ("src", "tgt"):
+            sf.write(folder / f"{role}{k}.wav", speech_like(0.5, seed=10 * k + len(role)), 16000)
+        lines.append(f"utt{k}\tsrc{k}.wav\ttgt{k}.wav")
+    pairs = folder / "train.tsv"
+    pairs.write_text("\n".join(lines) + "\n")
+    return pairs
+
+
+def save_tiny_checkpoint(path: Path) -> Config:
+    """An untrained tiny model in a complete checkpoint at ``path``: enough to exercise every path."""
+    config = Config()
+    config.audio = dataclasses.replace(config.audio, n_mels=TINY_MELS)
+    config.model = tiny_config()
+    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim_iters=2)
+    torch.manual_seed(0)
+    model = build_model(TINY_MELS, config.model)
+    stats = FeatureStats(np.full(TINY_MELS, -2.0, np.float32), np.ones(TINY_MELS, np.float32)).to_dict()
+    payload = {"step": 1, "model": model.state_dict(), "config": config.to_dict()}
+    save_checkpoint(path, {**payload, "stats": {"source": stats, "target": stats}})
+    return config
+
+
+def needs(*modules: str) -> None:
+    """Skip where an eval package is absent, except under CI (`.ci/run` installs the eval extra)."""
+    absent = optional.missing(*modules)
+    if absent and os.environ.get("CI"):
+        pytest.fail(f"CI must install the eval extra; missing {absent}")
+    if absent:
+        pytest.skip(f"not installed: {absent}")
