@@ -20,10 +20,10 @@ from vc.artifacts.postfilter import (
     save_postfilter,
 )
 from vc.cli import main
-from vc.config import AudioConfig
+from vc.config import AudioConfig, PostfilterConfig
 from vc.errors import CheckpointError
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
-from vc.training.postfilter import TrainOptions, temporal_detail, train_postfilter
+from vc.training.postfilter import temporal_detail, train_postfilter
 
 N_MELS = TINY_MELS  # the model_checkpoint fixture's
 
@@ -182,7 +182,7 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     assert "post-filter:" in capsys.readouterr().out
     info = read_postfilter_payload(out)["info"]
     assert info["steps"] == 3 and info["pairs"] == 2 and info["valid_pairs"] == 1
-    options = TrainOptions(
+    options = PostfilterConfig(
         max_steps=3, warmup_steps=1, batch_size=2, crop_frames=8, valid_files=1, channels=8
     )
     info = train_postfilter([pairs], path, out, options, progress=False)  # two adversarial steps
@@ -212,7 +212,7 @@ def test_an_l1_only_post_filter_never_builds_a_discriminator(model_checkpoint, t
     monkeypatch.setattr(
         vc.training.postfilter, "MelDiscriminator", lambda *a, **k: pytest.fail("a discriminator was built")
     )
-    options = TrainOptions(
+    options = PostfilterConfig(
         max_steps=3, warmup_steps=1, batch_size=2, crop_frames=8, valid_files=1, channels=8, adversarial=False
     )
     info = train_postfilter([pairs], path, tmp_path / "l1.pt", options, progress=False)

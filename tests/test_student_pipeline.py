@@ -114,7 +114,12 @@ def test_student_without_durations_is_a_clear_error(taught, tmp_path, capsys):
 def test_mel2linear_learns_from_the_students_predictions(taught, tmp_path):
     tmp, config, student = taught
     out = tmp_path / "mel2linear.pt"
-    args = ["mel2linear-train", config.data.train_list, "--checkpoint", str(student / "checkpoints" / "best.pt")]
+    args = [
+        "mel2linear-train",
+        config.data.train_list,
+        "--checkpoint",
+        str(student / "checkpoints" / "best.pt"),
+    ]
     args += ["--config", str(student / "config.yaml"), "--out", str(out), "--max-steps", "2", "--no-progress"]
     assert main(args) == 0
     assert out.is_file()

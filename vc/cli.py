@@ -222,22 +222,35 @@ def cmd_gmm_peer(args) -> None:
     )
 
 
-def cmd_mel2linear_train(args) -> None:
+def _section_overrides(args, section: str) -> list[str]:
+    """A companion trainer's flags (--max-minutes, ...) as overrides of its config section, then --set."""
     import dataclasses
 
+    from vc import config as config_module
+
+    kind = {"mel2linear": config_module.Mel2LinearConfig, "postfilter": config_module.PostfilterConfig}[
+        section
+    ]
+    given = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(kind)
+        if getattr(args, f.name, None) is not None
+    }
+    return [f"{section}.{key}={value}" for key, value in given.items()] + list(args.set)
+
+
+def cmd_mel2linear_train(args) -> None:
     from vc.config import load_config
     from vc.fileio import refuse_overwrite
-    from vc.training.mel2linear import TrainOptions, train_mel2linear
+    from vc.training.mel2linear import train_mel2linear
 
     refuse_overwrite([args.out], args.overwrite)
-    config = load_config(args.config)
-    names = {f.name for f in dataclasses.fields(TrainOptions)}
-    options = TrainOptions(**{k: v for k, v in vars(args).items() if k in names and v is not None})
+    config = load_config(args.config, _section_overrides(args, "mel2linear"))
     info = train_mel2linear(
         args.inputs,
         config.audio,
         args.out,
-        options,
+        config.mel2linear,
         progress=not args.no_progress,
         checkpoint=args.checkpoint,
     )
@@ -248,14 +261,15 @@ def cmd_mel2linear_train(args) -> None:
 
 
 def cmd_postfilter_train(args) -> None:
-    import dataclasses
-
+    from vc.artifacts.checkpoint import load_checkpoint
+    from vc.config import Config
     from vc.fileio import refuse_overwrite
-    from vc.training.postfilter import TrainOptions, train_postfilter
+    from vc.training.postfilter import train_postfilter
 
     refuse_overwrite([args.out], args.overwrite)
-    names = {f.name for f in dataclasses.fields(TrainOptions)}
-    options = TrainOptions(**{k: v for k, v in vars(args).items() if k in names and v is not None})
+    # The model's own config (its postfilter section, defaults for older checkpoints), then the flags.
+    config = Config.from_dict(load_checkpoint(args.checkpoint)["config"])
+    options = config.with_overrides(_section_overrides(args, "postfilter")).postfilter
     info = train_postfilter(args.lists, args.checkpoint, args.out, options, progress=not args.no_progress)
     print(
         f"post-filter: {args.out} ({info['steps']} steps, {info['minutes']:.1f} min; validation temporal "
@@ -585,6 +599,13 @@ def _add_mel2linear_train(commands) -> None:
     )
     sub.add_argument("--valid-files", dest="valid_files", type=int, help="files held out (default 10)")
     sub.add_argument("--seed", type=int, help="random seed (default 1)")
+    sub.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any mel2linear.* setting, e.g. mel2linear.channels=256",
+    )
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=cmd_mel2linear_train)
 
@@ -604,6 +625,13 @@ def _add_postfilter_train(commands) -> None:
     sub.add_argument("--max-steps", dest="max_steps", type=_positive_int, help="step limit")
     sub.add_argument("--valid-files", dest="valid_files", type=int, help="pairs held out (default 10)")
     sub.add_argument("--seed", type=int, help="random seed (default 0)")
+    sub.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any postfilter.* setting, e.g. postfilter.channels=128",
+    )
     sub.add_argument(
         "--no-adversarial",
         dest="adversarial",

@@ -190,6 +190,45 @@ class TrainConfig:
 
 
 @dataclass
+class Mel2LinearConfig:
+    """The mel -> linear network's training (vc mel2linear-train, recipe stage 4)."""
+
+    channels: int = 128  # 256 steps half as fast for no gain in 8 minutes (docs/ablation.md)
+    layers: int = 4
+    kernel: int = 5
+    batch_size: int = 16
+    crop_frames: int = 96
+    learning_rate: float = 1e-3
+    max_steps: int = 100_000
+    max_minutes: float = 8.0  # feature extraction included; 0 = no time limit
+    valid_files: int = 10  # held out from the end of the (sorted) file list
+    valid_every: int = 250
+    # Weight of the spectral convergence loss beside the log-magnitude L1 (a weak gain after Griffin-Lim,
+    # docs/ablation.md).
+    spectral_convergence_weight: float = 1.0
+    seed: int = 1
+
+
+@dataclass
+class PostfilterConfig:
+    """The GAN post-filter's training (vc postfilter-train, recipe stage 4 with --postfilter_minutes)."""
+
+    max_minutes: float = 6.0  # pair extraction included; 0 = no time limit
+    max_steps: int = 0  # 0 = no step limit
+    batch_size: int = 32
+    crop_frames: int = 64  # about 1 s of 16 ms frames per training example
+    learning_rate: float = 2e-4
+    warmup_steps: int = 300  # L1 alone first: the discriminator meets a sensible generator
+    l1_weight: float = 10.0
+    adversarial_weight: float = 1.0
+    feature_matching_weight: float = 2.0
+    channels: int = 256
+    adversarial: bool = True  # False: L1 alone at every step, no discriminator
+    valid_files: int = 10
+    seed: int = 0
+
+
+@dataclass
 class Config:
     audio: AudioConfig = field(default_factory=AudioConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -198,6 +237,8 @@ class Config:
     data: DataConfig = field(default_factory=DataConfig)
     augment: AugmentConfig = field(default_factory=AugmentConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    mel2linear: Mel2LinearConfig = field(default_factory=Mel2LinearConfig)
+    postfilter: PostfilterConfig = field(default_factory=PostfilterConfig)
 
     def __post_init__(self):
         _validate(self)
@@ -234,6 +275,8 @@ POSITIVE = {
     "vocoder": ("griffin_lim_iters",),
     "data": ("batch_size", "num_fixed_utterances"),
     "train": ("max_steps", "eval_every", "log_every", "evolution_columns", "select_utterances"),
+    "mel2linear": ("channels", "layers", "batch_size", "crop_frames", "max_steps", "valid_every"),
+    "postfilter": ("batch_size", "crop_frames", "channels"),
 }
 # Text keys with a fixed set of values: (section, key) -> the values allowed.
 CHOICES = {

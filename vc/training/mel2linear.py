@@ -25,12 +25,13 @@ import torch
 
 from vc.artifacts.mel2linear import save_mel2linear
 from vc.audio import AUDIO_FORMATS, LogMel, read_audio
-from vc.config import AudioConfig
+from vc.config import AudioConfig, Mel2LinearConfig
 from vc.errors import DataError
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.pairs import read_pair_list
-from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.progress import progress as show_progress
+from vc.training.budget import Budget, seconds_left  # `progress` is a parameter name here
 
 log = logging.getLogger(__name__)
 
@@ -38,24 +39,6 @@ log = logging.getLogger(__name__)
 # recordings have their noise floor near 1e-3 on this scale; below 1e-5 nothing
 # is audible, and a lower floor would let silent bins dominate an L1 loss.
 MAGNITUDE_FLOOR = 1e-5
-
-
-@dataclasses.dataclass
-class TrainOptions:
-    channels: int = 128  # 256 steps half as fast for no gain in 8 minutes (docs/ablation.md)
-    layers: int = 4
-    kernel: int = 5
-    batch_size: int = 16
-    crop_frames: int = 96
-    learning_rate: float = 1e-3
-    max_steps: int = 100_000
-    max_minutes: float = 8.0  # with feature extraction, under 10 minutes on 2 CPU cores
-    valid_files: int = 10  # held out from the end of the (sorted) file list
-    valid_every: int = 250
-    # Weight of spectral_convergence_loss beside the log-magnitude L1 (a weak gain after Griffin-Lim,
-    # docs/ablation.md).
-    spectral_convergence_weight: float = 1.0
-    seed: int = 1
 
 
 def audio_files(paths: list[str | Path]) -> list[Path]:
@@ -151,7 +134,7 @@ def train_mel2linear(
     paths: list[str | Path],
     audio: AudioConfig,
     out: str | Path,
-    options: TrainOptions,
+    options: Mel2LinearConfig,
     progress: bool = True,
     checkpoint: str | Path | None = None,
 ) -> dict[str, Any]:
@@ -199,15 +182,12 @@ def train_mel2linear(
         start_db,
     )
     # The time limit covers feature extraction too; what is left of it trains (at least a second).
-    budget = (
-        max(1.0, options.max_minutes * 60.0 - (time.monotonic() - started))
-        if options.max_minutes > 0
-        else math.inf
-    )
+    budget = seconds_left(options.max_minutes, started)
     steps, best_db = _optimise(net, train_items, valid_items, options, budget, start_db, progress)
     info = dict(
         files=len(files) - valid_count, valid_files=valid_count, steps=steps, minutes=(time.monotonic() - started) / 60,
         valid_db=best_db, linear_db=start_db, predicted_mels=checkpoint is not None,
+        options=dataclasses.asdict(options),
     )  # fmt: skip
     save_mel2linear(out, net, audio, info)
     log.info(
@@ -221,17 +201,17 @@ def train_mel2linear(
 
 
 def _optimise(
-    net, train_items, valid_items, options: TrainOptions, budget: float, best_db: float, progress: bool
+    net, train_items, valid_items, options: Mel2LinearConfig, budget: float, best_db: float, progress: bool
 ):
     """AdamW on random crops until max_steps or ``budget`` seconds; leaves the best validated state in ``net``."""
     rng = random.Random(options.seed)
     best_state = {k: v.clone() for k, v in net.state_dict().items()}
     optimizer = torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=0.0)
-    loop_start, step = time.monotonic(), 0
+    limit, step = Budget(options.max_steps, budget), 0
     # With a time limit the step count is not known in advance: no total, no misleading time left.
     total = options.max_steps if math.isinf(budget) else None
     bar = show_progress(total=total, desc="mel2linear", unit="step", disable=not progress)
-    while (done := max(step / options.max_steps, (time.monotonic() - loop_start) / budget)) < 1.0:
+    while (done := limit.spent(step)) < 1.0:
         for group in optimizer.param_groups:  # short warmup, then cosine to zero over steps or time
             group["lr"] = (
                 options.learning_rate * min(1.0, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * done))

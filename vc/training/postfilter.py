@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import random
 import time
 from pathlib import Path
@@ -35,31 +34,15 @@ import torch
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.artifacts.postfilter import save_postfilter
 from vc.audio import FeatureStats, LogMel, read_audio
-from vc.config import AudioConfig, Config
+from vc.config import AudioConfig, Config, PostfilterConfig
 from vc.errors import ConfigError, DataError
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress
+from vc.training.budget import Budget, seconds_left
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass
-class TrainOptions:
-    max_minutes: float = 6.0  # wall-clock limit, pair extraction included
-    max_steps: int = 0  # 0: no step limit
-    batch_size: int = 32
-    crop_frames: int = 64  # about 1 s of 16 ms frames per training example
-    learning_rate: float = 2e-4
-    warmup_steps: int = 300  # L1 alone first: the discriminator meets a sensible generator
-    l1_weight: float = 10.0
-    adversarial_weight: float = 1.0
-    feature_matching_weight: float = 2.0
-    channels: int = 256
-    adversarial: bool = True  # False: L1 alone at every step, no discriminator
-    valid_files: int = 10
-    seed: int = 0
 
 
 def temporal_detail(logmel: torch.Tensor) -> float:
@@ -88,7 +71,7 @@ def train_postfilter(
     pair_lists: list[str | Path],
     checkpoint: str | Path,
     out: str | Path,
-    options: TrainOptions,
+    options: PostfilterConfig,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Train on the model's own predictions of the pairs in ``pair_lists``; save the generator to ``out``."""
@@ -109,17 +92,14 @@ def train_postfilter(
     generator.in_mean.copy_(torch.as_tensor(stats.mean, dtype=torch.float32))
     generator.in_std.copy_(torch.as_tensor(stats.std, dtype=torch.float32))
     before = _validate(generator, valid_items)
-    budget = (
-        max(1.0, options.max_minutes * 60.0 - (time.monotonic() - started))
-        if options.max_minutes > 0
-        else math.inf
-    )
+    budget = seconds_left(options.max_minutes, started)
     steps = _optimise(generator, train_items, options, budget, rng, progress)
     after = _validate(generator, valid_items)
     info = dict(
         pairs=len(train_items), valid_pairs=valid_count, steps=steps,
         minutes=(time.monotonic() - started) / 60, valid_l1_before=before[0], valid_l1=after[0],
         detail_before=before[1], detail=after[1], detail_natural=before[2], adversarial=options.adversarial,
+        options=dataclasses.asdict(options),
     )  # fmt: skip
     save_postfilter(out, generator, audio, info)
     log.info(
@@ -159,7 +139,7 @@ def _crop_batch(items, batch_size: int, crop: int, rng: random.Random):
     return predicted, source, natural
 
 
-def _optimise(generator, items, options: TrainOptions, budget: float, rng, progress: bool) -> int:
+def _optimise(generator, items, options: PostfilterConfig, budget: float, rng, progress: bool) -> int:
     betas = (0.5, 0.9)  # the usual GAN setting: a short memory of the other player's moves
     g_opt = torch.optim.Adam(generator.parameters(), options.learning_rate, betas=betas)
     if options.adversarial:
@@ -167,10 +147,10 @@ def _optimise(generator, items, options: TrainOptions, budget: float, rng, progr
         d_opt = torch.optim.Adam(discriminator.parameters(), options.learning_rate, betas=betas)
     normalise = lambda mel: (mel - generator.in_mean) / generator.in_std  # noqa: E731
     generator.train()
-    started, step = time.monotonic(), 0
+    limit, step = Budget(options.max_steps, budget), 0
     total = options.max_steps or None
     with show_progress(total=total, desc="postfilter", unit="step", disable=not progress) as bar:
-        while time.monotonic() - started < budget and (options.max_steps <= 0 or step < options.max_steps):
+        while limit.spent(step) < 1.0:
             predicted, source, natural = _crop_batch(items, options.batch_size, options.crop_frames, rng)
             fake = generator(predicted, source=source)
             l1 = (normalise(fake) - normalise(natural)).abs().mean()

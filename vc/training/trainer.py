@@ -32,6 +32,7 @@ from vc.fileio import atomic_write_text
 from vc.model import build_model
 from vc.progress import progress
 from vc.training.augment import SourceAugment
+from vc.training.budget import Budget
 from vc.training.data import (
     BucketBatchSampler,
     ParallelDataset,
@@ -236,9 +237,8 @@ class Trainer:
     def _should_stop(self) -> bool:
         """Whether the step or time budget is spent; also updates self.budget_spent."""
         t = self.config.train
-        spent = self.step / t.max_steps
-        if t.max_minutes > 0:
-            spent = max(spent, (time.monotonic() - self.started) / (60 * t.max_minutes))
+        seconds = 60 * t.max_minutes if t.max_minutes > 0 else math.inf
+        spent = Budget(t.max_steps, seconds, self.started).spent(self.step)
         if self.world_size > 1:  # every rank must leave the loop at the same step, at the same rate
             shared = torch.tensor([spent], dtype=torch.float64, device=self.device)
             dist.all_reduce(shared, op=dist.ReduceOp.MAX)
