@@ -56,6 +56,17 @@ def mel_filterbank(sample_rate: int, *, n_fft: int, n_mels: int, fmin: float, fm
     return (weights * (2.0 / (edges[2:] - edges[:-2]))[:, None]).astype(np.float32)
 
 
+def frame_levels_db(wave: np.ndarray, *, frame_length: int, hop_length: int) -> np.ndarray:
+    """Each centred frame's RMS level in dB relative to the loudest frame's (0 dB), as trim_silence
+    and librosa.effects.trim measure it: frame k starts at sample k * hop_length - frame_length // 2."""
+    padded = np.pad(wave, frame_length // 2)
+    frames = np.lib.stride_tricks.sliding_window_view(padded, frame_length)[::hop_length]
+    # RMS, then its square, as librosa's rms -> amplitude_to_db path rounds it.
+    power = np.square(np.sqrt(np.mean(np.abs(frames) ** 2, axis=-1)))
+    floor = np.float32(1e-10)
+    return 10.0 * np.log10(np.maximum(power, floor)) - 10.0 * np.log10(np.maximum(power.max(), floor))
+
+
 def trim_silence(wave: np.ndarray, *, top_db: float, frame_length: int, hop_length: int) -> np.ndarray:
     """Cut leading and trailing frames quieter than the loudest frame's RMS minus ``top_db``.
 
@@ -64,13 +75,7 @@ def trim_silence(wave: np.ndarray, *, top_db: float, frame_length: int, hop_leng
     1e-5 amplitude floor, compared in float32 as librosa does. The loudest frame is
     always kept, so only an all-zero wave (returned whole) has no frame to cut to.
     """
-    padded = np.pad(wave, frame_length // 2)
-    frames = np.lib.stride_tricks.sliding_window_view(padded, frame_length)[::hop_length]
-    # RMS, then its square, as librosa's rms -> amplitude_to_db path rounds it.
-    power = np.square(np.sqrt(np.mean(np.abs(frames) ** 2, axis=-1)))
-    floor = np.float32(1e-10)
-    level_db = 10.0 * np.log10(np.maximum(power, floor)) - 10.0 * np.log10(np.maximum(power.max(), floor))
-    loud = np.flatnonzero(level_db > -top_db)
+    loud = np.flatnonzero(frame_levels_db(wave, frame_length=frame_length, hop_length=hop_length) > -top_db)
     if loud.size == 0:
         return wave[:0]
     return wave[int(loud[0]) * hop_length : min(wave.size, (int(loud[-1]) + 1) * hop_length)]

@@ -29,6 +29,15 @@ def read_audio(path: str | Path, config: AudioConfig) -> np.ndarray:
     Returns float32 samples at ``config.sample_rate``. Every way a file can be
     unusable raises AudioError with a one-line message naming the file.
     """
+    wave, sample_rate = read_samples(path, config)
+    return prepare_wave(wave, sample_rate, config, name=str(path))
+
+
+def read_samples(
+    path: str | Path, config: AudioConfig, check_duration: bool = True
+) -> tuple[np.ndarray, int]:
+    """A file's mono float32 samples at its own rate, untrimmed; errors as read_audio's.
+    ``check_duration``: refuse one longer than audio.max_duration before reading it."""
     path = Path(path)
     if not path.exists():
         raise AudioError(f"input not found: {path}")
@@ -40,16 +49,32 @@ def read_audio(path: str | Path, config: AudioConfig) -> np.ndarray:
         raise AudioError(f"cannot read {path} as audio: {_first_line(exc)}") from None
     if info.frames == 0:
         raise AudioError(f"{path} has no samples")
-    _check_duration(info.frames / info.samplerate, config, str(path))  # before reading a huge file
+    if check_duration:
+        _check_duration(info.frames / info.samplerate, config, str(path))  # before reading a huge file
     try:
         wave, sample_rate = sf.read(str(path), dtype="float32", always_2d=True)
     except Exception as exc:
         raise AudioError(f"cannot read {path} as audio: {_first_line(exc)}") from None
-    return prepare_wave(wave.mean(axis=1), sample_rate, config, name=str(path))
+    return wave.mean(axis=1), sample_rate
 
 
-def prepare_wave(wave: np.ndarray, sample_rate: int, config: AudioConfig, name: str = "input") -> np.ndarray:
-    """Validate a mono or (samples, channels) array, resample and trim it."""
+def duration_seconds(path: str | Path) -> float:
+    """A readable audio file's length in seconds (0 when soundfile cannot tell)."""
+    try:
+        info = sf.info(str(path))
+    except Exception:
+        return 0.0
+    return info.frames / info.samplerate if info.samplerate else 0.0
+
+
+def prepare_wave(
+    wave: np.ndarray, sample_rate: int, config: AudioConfig, name: str = "input", whole: bool = False
+) -> np.ndarray:
+    """Validate a mono or (samples, channels) array, resample and trim it.
+
+    ``whole``: a long recording for vc.inference.long_form, resampled but neither trimmed nor held
+    to audio.max_duration.
+    """
     wave = np.asarray(wave, dtype=np.float32)
     if wave.ndim == 2:
         wave = wave.mean(axis=1)
@@ -61,12 +86,13 @@ def prepare_wave(wave: np.ndarray, sample_rate: int, config: AudioConfig, name: 
         raise AudioError(f"{name} contains NaN or infinite samples")
     if np.abs(wave).max() < SILENCE_PEAK:
         raise AudioError(f"{name} is silent")
-    _check_duration(wave.size / sample_rate, config, name)
+    if not whole:
+        _check_duration(wave.size / sample_rate, config, name)
     if sample_rate != config.sample_rate:
         import librosa  # only here: importing it costs a conversion's cold start about a second
 
         wave = librosa.resample(wave, orig_sr=sample_rate, target_sr=config.sample_rate)
-    if config.trim_top_db > 0:
+    if config.trim_top_db > 0 and not whole:
         wave = trim_silence(
             wave, top_db=config.trim_top_db, frame_length=config.win_length, hop_length=config.hop_length
         )

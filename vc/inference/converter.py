@@ -26,6 +26,7 @@ from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
 from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
+from vc.inference.long_form import convert_long
 from vc.model import NonAutoregressiveVC, Seq2SeqVC, build_model, decoder_steps
 from vc.model.aligned_source import aligned_source
 
@@ -151,9 +152,22 @@ class Converter:
         return cls.from_checkpoint(model_path(name), device=device, **kwargs)
 
     def convert(self, wave: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
-        """Mono or (samples, channels) float samples at any rate -> (converted wave, sample rate)."""
-        result = self.convert_batch([prepare_wave(wave, sample_rate, self.config.audio)])[0]
+        """Mono or (samples, channels) float samples at any rate -> (converted wave, sample rate).
+
+        A recording longer than audio.max_duration is split at its pauses (vc.inference.long_form).
+        """
+        audio = self.config.audio
+        if len(wave) / sample_rate > audio.max_duration:
+            result = self.convert_long(prepare_wave(wave, sample_rate, audio, whole=True))
+        else:
+            result = self.convert_batch([prepare_wave(wave, sample_rate, audio)])[0]
         return result.wave, result.sample_rate
+
+    def convert_long(self, wave: np.ndarray, batch_size: int = 8) -> Conversion:
+        """A long recording at the model's rate, untrimmed -> its conversion, cut at its pauses and joined
+        with them kept (vc.inference.long_form)."""
+        joined, mel, alignment = convert_long(self.convert_batch, wave, self.config.audio, batch_size)
+        return Conversion(joined, self.config.audio.sample_rate, alignment, mel)
 
     def convert_file(self, path: str | Path) -> Conversion:
         return self.convert_batch([read_audio(path, self.config.audio)])[0]

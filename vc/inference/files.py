@@ -7,17 +7,21 @@ rest and lists the failure.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from vc.audio import AUDIO_FORMATS, audio_files, read_audio, write_audio
+from vc.audio import AUDIO_FORMATS, audio_files, prepare_wave, read_audio, write_audio
+from vc.audio.features import duration_seconds, read_samples
 from vc.errors import AudioError, VcError
 from vc.fileio import atomic_open
 from vc.inference.converter import Conversion, Converter
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
+
+log = logging.getLogger(__name__)
 
 
 def collect_inputs(paths: list[str | Path]) -> list[Path]:
@@ -107,19 +111,43 @@ def convert_files(
     Outputs are checked first: none may be an input, none may be unwritable.
     strict: the first unusable input raises before anything is written.
     Otherwise every readable file is converted and the failures are returned.
+    A file longer than audio.max_duration is cut at its pauses and converted piece by piece
+    (Converter.convert_long); the others go in length-sorted batches.
     """
     check_outputs(inputs, outputs + (alignments or []))
     for path in outputs + (alignments or []):
         check_writable(path)
-    waves, failures = {}, []
+    audio = converter.config.audio
+    waves, long_waves, failures = {}, {}, []
     reading = show_progress(inputs, desc="reading", unit="file", disable=not progress or len(inputs) < 2)
     for k, path in enumerate(reading):
         try:
-            waves[k] = read_audio(path, converter.config.audio)
+            if duration_seconds(path) > audio.max_duration:
+                samples, rate = read_samples(path, audio, check_duration=False)
+                long_waves[k] = prepare_wave(samples, rate, audio, name=str(path), whole=True)
+            else:
+                waves[k] = read_audio(path, audio)
         except VcError as exc:
             if strict:
                 raise
             failures.append(Failure(path, str(exc)))
+    for k, wave in long_waves.items():
+        log.info(
+            "%s lasts %.0f s: converting it in pieces cut at its pauses",
+            inputs[k],
+            len(wave) / audio.sample_rate,
+        )
+        try:
+            _write_result(
+                converter.convert_long(wave, batch_size),
+                outputs[k],
+                alignments[k] if alignments else None,
+                inputs[k].stem,
+            )
+        except VcError as exc:
+            if strict:
+                raise
+            failures.append(Failure(inputs[k], str(exc)))
     order = sorted(waves, key=lambda k: len(waves[k]))
     with show_progress(total=len(order), desc="converting", unit="file", disable=not progress) as bar:
         for start in range(0, len(order), batch_size):
