@@ -32,7 +32,7 @@ def cmd_train(args) -> None:
     from vc.config import load_config
     from vc.training.trainer import train
 
-    config = load_config(args.config, args.overrides)
+    config = load_config(args.config, [*args.set_overrides, *args.overrides])
     rank = int(os.environ.get("RANK", "0"))
     _setup_logging(args.verbose, Path(args.out) / "train.log" if rank == 0 else None)
     best = train(config, args.out, resume=args.resume, progress=not args.no_progress)
@@ -45,7 +45,7 @@ def cmd_features(args) -> None:
     from vc.config import load_config
     from vc.training.data import feature_cache_dir, load_features, require_lists
 
-    config = load_config(args.config, args.overrides)
+    config = load_config(args.config, [*args.set_overrides, *args.overrides])
     cache_dir = feature_cache_dir(config, args.out)
     for list_path in require_lists(config):
         load_features(list_path, config.audio, cache_dir, progress=not args.no_progress)
@@ -56,7 +56,7 @@ def cmd_stats(args) -> None:
     from vc.config import load_config
     from vc.training.data import speaker_stats
 
-    config = load_config(args.config, args.overrides)
+    config = load_config(args.config, [*args.set_overrides, *args.overrides])
     speaker_stats(config, args.out, progress=not args.no_progress)
     print(f"statistics of the training list: {Path(args.out) / 'stats.json'}")
 
@@ -76,10 +76,33 @@ def cmd_durations(args) -> None:
     )
 
 
+# Torch threads for vc convert unless --threads or VC_THREADS says otherwise (measured: docs/results.md).
+DEFAULT_CONVERT_THREADS = 1
+
+
+def convert_threads(given: int | None) -> int:
+    """--threads, else a positive VC_THREADS, else DEFAULT_CONVERT_THREADS."""
+    import os
+
+    from vc.errors import ConfigError
+
+    if given is not None:
+        return given
+    value = os.environ.get("VC_THREADS", "")
+    if not value:
+        return DEFAULT_CONVERT_THREADS
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"VC_THREADS must be a positive whole number, got {value!r}")
+    return int(value)
+
+
 def cmd_convert(args) -> None:
+    import torch
+
     from vc.errors import AudioError
     from vc.inference import Converter, check_outputs, collect_inputs, convert_files
 
+    torch.set_num_threads(convert_threads(args.threads))
     overrides = list(args.overrides)
     if args.griffin_lim_iters is not None:
         overrides.append(f"vocoder.griffin_lim_iters={args.griffin_lim_iters}")
@@ -361,6 +384,54 @@ def _add_overwrite(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _add_experiment_args(sub: argparse.ArgumentParser) -> None:
+    """--config, --out-dir and the config overrides of train, features and stats."""
+    from vc.config import starter_configs
+
+    sub.add_argument(
+        "--config",
+        required=True,
+        help=f"YAML config, or a starter config by name: {', '.join(starter_configs())}",
+    )
+    sub.add_argument("--out-dir", "--out", dest="out", metavar="DIR", required=True, help="experiment folder")
+    sub.add_argument(
+        "--set",
+        dest="set_overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config override, e.g. train.max_steps=500 (repeatable)",
+    )
+    sub.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, as --set")
+
+
+# One example per subcommand, shown under its --help.
+EXAMPLES = {
+    "train": "vc train --config default --out-dir exp/mine --set data.train_list=train.tsv --set data.dev_list=dev.tsv",
+    "features": "vc features --config default --out-dir exp/mine --set data.train_list=train.tsv --set data.dev_list=dev.tsv",
+    "stats": "vc stats --config default --out-dir exp/mine --set data.train_list=train.tsv --set data.dev_list=dev.tsv",
+    "convert": "vc convert in.wav out.wav    |    vc convert --checkpoint EXP/student/checkpoints/averaged.pt --out-dir converted/ a.wav folder/",
+    "score": "vc score --converted EXP/converted/eval --reference slt/wav --source bdl/wav --json scores.json",
+    "mel2linear-train": "vc mel2linear-train data/bdl_slt/train.tsv --config EXP/config.yaml --out EXP/checkpoints/mel2linear.pt",
+    "postfilter-train": "vc postfilter-train data/bdl_slt/train.tsv --checkpoint EXP/checkpoints/averaged.pt --out EXP/checkpoints/postfilter.pt",
+    "export": "vc export EXP/checkpoints/averaged.pt my_model.pt",
+    "average": "vc average EXP/checkpoints --last 3 --out EXP/checkpoints/averaged.pt",
+    "models": "vc models",
+    "curve": "vc curve EXP",
+    "report": "vc report EXP --scores EXP/scores.json",
+}
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written (their examples keep their lines); each option's default when it has one."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, [], argparse.SUPPRESS):
+            return text
+        return f"{text} (default: {action.default})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vc", description="Attention-based parallel voice conversion.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -368,24 +439,20 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command")  # none: the help
 
     train = commands.add_parser("train", help="train a model (torchrun for several processes)")
-    train.add_argument("--config", required=True, help="YAML config")
-    train.add_argument("--out", required=True, help="experiment folder")
-    train.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
-    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_experiment_args(train)
     train.add_argument(
-        "overrides", nargs="*", metavar="key=value", help="config overrides, e.g. train.max_steps=500"
+        "--resume", action="store_true", help="continue from the newest checkpoint in --out-dir"
     )
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.set_defaults(func=cmd_train)
 
     for name, func, text in (
         ("features", cmd_features, "compute and cache the train/dev features"),
-        ("stats", cmd_stats, "write per-speaker feature statistics to OUT/stats.json"),
+        ("stats", cmd_stats, "write per-speaker feature statistics to OUT_DIR/stats.json"),
     ):
         sub = commands.add_parser(name, help=text)
-        sub.add_argument("--config", required=True, help="YAML config")
-        sub.add_argument("--out", required=True, help="experiment folder")
+        _add_experiment_args(sub)
         sub.add_argument("--no-progress", action="store_true")
-        sub.add_argument("overrides", nargs="*", metavar="key=value")
         sub.set_defaults(func=func)
 
     convert = commands.add_parser("convert", help="convert audio files with a trained or bundled model")
@@ -409,6 +476,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--save-alignment", metavar="FILE", help="FILE.png or FILE.npy; with --out-dir the format png or npy"
     )
     convert.add_argument("--batch-size", type=_positive_int, default=8, help="files converted at once")
+    convert.add_argument(
+        "--threads",
+        type=_positive_int,
+        help=f"CPU threads for torch (default: $VC_THREADS, else {DEFAULT_CONVERT_THREADS}, the fastest "
+        "measured for conversion on a 2-core machine, idle or busy: docs/results.md, Performance)",
+    )
     convert.add_argument(
         "--set",
         dest="overrides",
@@ -563,13 +636,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("exp", help="experiment folder")
     report.add_argument("--scores", help="vc score --json file (default EXP/scores.json)")
-    report.add_argument("--out", help="report folder (default EXP/report); open OUT/index.html")
-    _add_overwrite(report, "report in OUT (its index.html, audio/ and img/)")
+    report.add_argument(
+        "--out-dir",
+        "--out",
+        dest="out",
+        metavar="DIR",
+        help="report folder (default EXP/report); open OUT_DIR/index.html",
+    )
+    _add_overwrite(report, "report in OUT_DIR (its index.html, audio/ and img/)")
     report.add_argument(
         "--audio-format", choices=("wav", "ogg"), default="wav", help="16-bit WAV (default) or Ogg Vorbis"
     )
     report.add_argument("--no-progress", action="store_true")
     report.set_defaults(func=cmd_report)
+    for name, sub in commands.choices.items():  # one description, an example and the defaults in every --help
+        help_line = next((a.help for a in commands._choices_actions if a.dest == name), "")
+        example = EXAMPLES.get(name)
+        if not sub.description:
+            sub.description = help_line[:1].upper() + help_line[1:] + "."
+        if example and "xample" not in sub.description:
+            sub.description += f"\n\nexample:\n  {example}"
+        sub.formatter_class = _HelpFormatter
     return parser
 
 

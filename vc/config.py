@@ -453,13 +453,31 @@ def _apply_override(data: dict[str, Any], item: str) -> None:
         raise ConfigError(f"override '{item}': the value is not valid YAML") from None
 
 
+# The recipe's configs ship in the package (egs/arctic/vc1/conf links here): `--config default` finds them.
+STARTER_DIR = Path(__file__).resolve().parent / "configs"
+
+
+def starter_configs() -> dict[str, Path]:
+    """Name -> file of the configs that ship with the package."""
+    return {path.stem: path for path in sorted(STARTER_DIR.glob("*.yaml"))}
+
+
+def resolve_config_path(path: str | Path) -> Path:
+    """A config file, or the name of a starter config (vc/configs/NAME.yaml) when no such file exists."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    starters = starter_configs()
+    if str(path) in starters:
+        return starters[str(path)]
+    raise ConfigError(f"config file not found: {path} (starter configs by name: {', '.join(starters)})")
+
+
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
-    """Load a YAML config (missing sections keep their defaults) and apply overrides."""
+    """Load a YAML config or a starter config by name (missing sections keep their defaults); apply overrides."""
     data: dict[str, Any] = {}
     if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {path}")
+        path = resolve_config_path(path)
         try:
             data = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as exc:
