@@ -156,7 +156,7 @@ def test_frame_alignment_spreads_decoder_steps_to_frames():
 def test_frame_positions_follow_the_diagonal_and_never_go_back():
     alignment = diagonal_attention(20, 30)
     alignment[7] = alignment[3]  # one decoder step looks back: the path holds instead
-    path = frame_positions(alignment, 60, 3)
+    path = frame_positions(frame_alignment(alignment, 60, 3))
     assert path[0] == 0 and path[-1] == 29
     steps = np.diff(path)
     assert (steps >= 0).all() and (steps <= 2).all()  # after holding, the path catches up

@@ -8,7 +8,7 @@
 #                  its teacher-forced alignments as frames per source step -> EXP/durations.pt; then the
 #                  non-autoregressive converter (the student, --student_conf) on those durations, averaged the
 #                  same way -> EXP/student/checkpoints/averaged.pt, the model every later stage uses
-#                  (--student_conf none: the attention model is the model, as before)
+#                  (without --student_conf the attention model is the model)
 #   4 vocoder      mel -> linear magnitude network for Griffin-Lim, on the target's training recordings
 #                  and the model's teacher-forced mels -> checkpoints/mel2linear.pt beside the model (and a
 #                  copy beside the teacher); with --postfilter_minutes > 0 the GAN post-filter that sharpens
@@ -24,10 +24,11 @@
 #                  as input, TTS voices, the source sped up 1.19x) read the first --unseen_utts eval prompts;
 #                  each is converted and scored -> EXP/unseen_scores.txt (seen vs unseen rows)
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
-#          --student_conf YAML (stage 3's non-autoregressive converter; default conf/student.yaml; none: no student)
+#          --student_conf YAML (stage 3's non-autoregressive converter, e.g. conf/student.yaml; default none:
+#          the attention model is the model, until the student beats it on the listener proxies)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 20)
-#          --postfilter_minutes N (stage 4's post-filter time limit; default 0: no post-filter)
+#          --postfilter_minutes N (stage 4's post-filter time limit; default 6; 0: no post-filter)
 #          --average N (stage 3: average the last N snapshots; default 3; 0: use best.pt as it is)
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
 #          mixtures, default 16)
@@ -41,12 +42,12 @@ db_root=""
 src=bdl
 tgt=slt
 conf=conf/default.yaml
-student_conf=conf/student.yaml
+student_conf=none
 tag=""
 work=.
 data_prep_args=""
 vocoder_minutes=8
-postfilter_minutes=0
+postfilter_minutes=6
 unseen_utts=20
 average=3
 gmm_pairs=120

@@ -48,19 +48,17 @@ def frame_alignment(alignment: np.ndarray, frames: int, reduction_factor: int) -
     return alignment[lower] * (1 - weight) + alignment[upper] * weight
 
 
-def frame_positions(alignment: np.ndarray, frames: int, reduction_factor: int) -> np.ndarray:
-    """(decoder steps, N) attention -> (frames,) encoder step each frame reads, monotonic.
+def frame_positions(weights: np.ndarray) -> np.ndarray:
+    """(frames, N) frame weights (frame_alignment) -> (frames,) encoder step each frame reads, monotonic.
 
-    Each decoder step's position is its attention's centroid sum_n alpha[d, n] n; frames
-    between two steps' centres interpolate linearly (frame_alignment's rule), a running
-    maximum keeps the path from going back, and rounding picks one step per frame.
+    Each frame's position is the centroid sum_n w[t, n] n of its weights, a running maximum
+    keeps the path from going back, and rounding picks one step per frame.
     The attention is too peaked per decoder step for its argmax: with r = 3 output frames
     per decoder step and about 1.5 encoder steps read per decoder step, the peak jumps
     over every other encoder step (durations 3, 0, 3, 0, ...), where the centroid moves
     half a step per frame.
     """
-    steps = alignment.shape[1]
-    weights = frame_alignment(alignment, frames, reduction_factor)
+    steps = weights.shape[1]
     centroid = weights @ np.arange(steps, dtype=np.float64) / np.maximum(weights.sum(axis=1), 1e-8)
     return np.clip(np.round(np.maximum.accumulate(centroid)), 0, steps - 1).astype(np.int64)
 
@@ -74,7 +72,7 @@ def durations_from_alignment(
     frame reads one step alone); it says how sure the teacher was of the timing.
     """
     weights = frame_alignment(alignment[:, :enc_steps].astype(np.float64), frames, reduction_factor)
-    path = frame_positions(alignment[:, :enc_steps].astype(np.float64), frames, reduction_factor)
+    path = frame_positions(weights)
     sharpness = float(weights[np.arange(frames), path].mean())
     return np.bincount(path, minlength=enc_steps), sharpness
 
