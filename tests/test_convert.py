@@ -99,8 +99,6 @@ def _write(tmp_path, case: str):
         sf.write(path, wave, 16000, subtype="FLOAT")
     elif case == "shorter than a frame":
         sf.write(path, speech_like(0.02), 16000)
-    elif case == "five minutes":
-        sf.write(path, np.tile(speech_like(1.0), 300), 16000)
     return path
 
 
@@ -116,7 +114,6 @@ def _write(tmp_path, case: str):
         ("nan samples", "NaN or infinite"),
         ("inf samples", "NaN or infinite"),
         ("shorter than a frame", "too short"),
-        ("five minutes", "max_duration"),
     ],
 )
 def test_bad_input_is_one_error_line_and_no_output(tmp_path, checkpoint, capsys, case, message):

@@ -240,7 +240,7 @@ def test_no_transcripts_or_training_files_say_so(tmp_path):
 
 def test_centroid_cache_embeds_the_training_files_once_and_gives_the_same_similarity(tmp_path, monkeypatch):
     needs("resemblyzer", "webrtcvad")
-    from vc import scoring
+    from vc.evaluation import scoring
 
     reference = _copy_utts(tmp_path, "slt", "slt", ["arctic_b0440"])
     speakers = {"target": [arctic_file("slt", f"arctic_a000{k}") for k in (1, 2)]}

@@ -137,7 +137,7 @@ def test_converter_picks_up_the_companion_file(model_checkpoint, caplog):
     assert find_mel2linear(path) is None
     net = Mel2Linear(N_MELS, config.audio.n_fft // 2 + 1, channels=8, layers=1, kernel=3)
     save_mel2linear(path.parent / COMPANION_NAME, net, config.audio)
-    with caplog.at_level("DEBUG", logger="vc.training.mel2linear"):
+    with caplog.at_level("DEBUG", logger="vc.artifacts.mel2linear"):
         converter = Converter.from_checkpoint(path)
     assert isinstance(converter.vocoder.mel2linear, Mel2Linear)
     assert COMPANION_NAME in caplog.text

@@ -10,8 +10,8 @@ from scipy.signal import lfilter
 from scipy.spatial.distance import cdist
 
 from tests.conftest import arctic_file
-from vc import metrics
 from vc.errors import AudioError, DataError
+from vc.evaluation import metrics
 from vc.evaluation.metrics import diagonal_ratio, dtw, focus_rate, score_pair
 from vc.evaluation.scoring import format_table, score_directories
 

@@ -51,7 +51,7 @@ def test_the_version_and_the_distribution_name_come_from_pyproject():
 def test_licences_and_notices_ship_with_the_package():
     assert "Apache License\n                           Version 2.0" in (ROOT / "LICENSE").read_text()
     assert PROJECT["project"]["license"] == {"text": "Apache-2.0"}
-    notice = (ROOT / "vc" / "pretrained" / "NOTICE").read_text()
+    notice = (ROOT / "vc" / "artifacts" / "pretrained" / "NOTICE").read_text()
     for words in ("CMU ARCTIC", "bdl", "slt", "Carnegie Mellon University", "arctic_bdl_slt.pt"):
         assert words in notice
     data = PROJECT["tool"]["setuptools"]["package-data"]
@@ -81,8 +81,8 @@ def test_converting_imports_without_pyworld_and_pysptk():
 
 
 def test_without_pyworld_scoring_fails_with_one_line_that_says_how_to_install(tmp_path, monkeypatch, capsys):
-    from vc import metrics
     from vc.errors import VcError
+    from vc.evaluation import metrics
 
     monkeypatch.setitem(sys.modules, "pyworld", None)
     metrics.analysis_libraries.cache_clear()

@@ -13,11 +13,11 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tests.helpers import tiny_training_config
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
+from vc.artifacts.durations import check_durations, load_durations
 from vc.cli import main
 from vc.config import dump_config, load_config
 from vc.errors import CheckpointError, DataError
 from vc.training.data import load_features
-from vc.training.durations import check_durations, load_durations
 from vc.training.trainer import Trainer
 
 

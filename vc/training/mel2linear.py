@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from vc.artifacts.mel2linear import save_mel2linear
-from vc.audio import AUDIO_FORMATS, LogMel, read_audio
+from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio
 from vc.config import AudioConfig, Mel2LinearConfig
 from vc.errors import DataError
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 MAGNITUDE_FLOOR = 1e-5
 
 
-def audio_files(paths: list[str | Path]) -> list[Path]:
+def target_files(paths: list[str | Path]) -> list[Path]:
     """Target files of pair lists (.tsv), audio files, and audio files in folders, sorted."""
     found: list[Path] = []
     for path in map(Path, paths):
@@ -138,14 +138,14 @@ def train_mel2linear(
     progress: bool = True,
     checkpoint: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Train on the recordings in ``paths`` (see audio_files) and save the best network to ``out``.
+    """Train on the recordings in ``paths`` (see target_files) and save the best network to ``out``.
 
     ``checkpoint``: a conversion model; its teacher-forced predicted mels of the
     pairs in ``paths`` (pair lists only) are added as inputs beside the natural
     ones, with the same target magnitudes, so the network learns to undo their blur.
     """
     started = time.monotonic()
-    files = audio_files(paths)
+    files = target_files(paths)
     if len(files) < 2:
         raise DataError(f"need at least 2 audio files to train and validate, found {len(files)}")
     valid_count = min(options.valid_files, len(files) // 2)
