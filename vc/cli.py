@@ -76,7 +76,8 @@ def cmd_durations(args) -> None:
     )
 
 
-# Torch threads for vc convert unless --threads or VC_THREADS says otherwise (measured: docs/results.md).
+# Torch threads for vc convert unless --threads or VC_THREADS says otherwise: one, because two threads on
+# two busy cores ran several times slower (issue 34); the idle comparison is still to be measured.
 DEFAULT_CONVERT_THREADS = 1
 
 
@@ -479,8 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--threads",
         type=_positive_int,
-        help=f"CPU threads for torch (default: $VC_THREADS, else {DEFAULT_CONVERT_THREADS}, the fastest "
-        "measured for conversion on a 2-core machine, idle or busy: docs/results.md, Performance)",
+        help=f"CPU threads for torch (default: $VC_THREADS, else {DEFAULT_CONVERT_THREADS}: on a busy 2-core "
+        "machine 2 threads ran a small LSTM loop 5.6x slower than 1, issue 34; not yet measured idle)",
     )
     convert.add_argument(
         "--set",
