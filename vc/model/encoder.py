@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from vc.config import ModelConfig
 from vc.model.layers import MaskedConvStack, Prenet, make_pad_mask
 
 
@@ -55,6 +56,21 @@ class Encoder(nn.Module):
         )
         self.rnn = nn.LSTM(encoder_conv_channels, encoder_hidden_dim, batch_first=True, bidirectional=True)
         self.output_dim = 2 * encoder_hidden_dim
+
+    @classmethod
+    def from_config(cls, n_mels: int, config: ModelConfig) -> Encoder:
+        """The encoder both model kinds build from the model.encoder_* keys."""
+        c = config
+        return cls(
+            n_mels,
+            c.encoder_reduction_factor,
+            c.encoder_prenet_dim,
+            c.encoder_conv_layers,
+            c.encoder_conv_channels,
+            c.encoder_conv_kernel,
+            c.encoder_hidden_dim,
+            c.encoder_dropout,
+        )
 
     def forward(self, src: torch.Tensor, src_lens: torch.Tensor):
         # Zero the padding first: stacking folds a padding frame into the last

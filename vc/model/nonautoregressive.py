@@ -118,16 +118,7 @@ class NonAutoregressiveVC(nn.Module):
         super().__init__()
         c = config
         self.config = config
-        self.encoder = Encoder(
-            n_mels,
-            c.encoder_reduction_factor,
-            c.encoder_prenet_dim,
-            c.encoder_conv_layers,
-            c.encoder_conv_channels,
-            c.encoder_conv_kernel,
-            c.encoder_hidden_dim,
-            c.encoder_dropout,
-        )
+        self.encoder = Encoder.from_config(n_mels, c)
         dim = c.parallel_decoder_channels
         self.duration_predictor = DurationPredictor(
             self.encoder.output_dim,

@@ -37,16 +37,7 @@ class Seq2SeqVC(nn.Module):
         super().__init__()
         c = config
         self.config = config
-        self.encoder = Encoder(
-            n_mels,
-            c.encoder_reduction_factor,
-            c.encoder_prenet_dim,
-            c.encoder_conv_layers,
-            c.encoder_conv_channels,
-            c.encoder_conv_kernel,
-            c.encoder_hidden_dim,
-            c.encoder_dropout,
-        )
+        self.encoder = Encoder.from_config(n_mels, c)
         attention = build_attention(
             c.attention_type,
             c.attention_rnn_dim,
