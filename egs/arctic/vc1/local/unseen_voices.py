@@ -20,13 +20,13 @@ Real recordings are linked, not copied. Prints one line per voice.
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-FLITE_VOICES = ("rms", "awb", "kal16")  # US male, Scottish male, US male diphone
+from tts_voices import HELDOUT, VOICES, missing, synthesize_missing  # local/, beside this script
+
+# US male, Scottish male, US male diphones: voices no training run hears (tts_voices.py holds them out)
+FLITE_VOICES = tuple(v for v in VOICES if v.engine == "flite" and v.role == HELDOUT)
 SPEEDUP = 1.19  # 3 semitones
 
 
@@ -83,31 +83,11 @@ def link_real_speakers(db_root: Path, utts: list[str], out: Path, src: str, tgt:
 
 
 def synthesize_flite(prompts: dict[str, str], utts: list[str], out: Path) -> list[str]:
-    flite = shutil.which("flite")
-    if flite is None:
-        return ["flite voices: skipped (flite is not installed: apt-get install flite)"]
-    made = []
-    for voice in FLITE_VOICES:
-        folder = out / f"flite-{voice}"
-        folder.mkdir(parents=True, exist_ok=True)
-        for utt in utts:
-            target = folder / f"{utt}.wav"
-            if target.exists():
-                continue
-            with tempfile.NamedTemporaryFile(suffix=".wav", dir=folder, delete=False) as tmp:
-                partial = Path(tmp.name)
-            try:
-                subprocess.run(
-                    [flite, "-voice", voice, "-t", prompts[utt], "-o", str(partial)],
-                    check=True,
-                    capture_output=True,
-                )
-                partial.chmod(0o644)
-                partial.replace(target)  # a complete file or none
-            finally:
-                partial.unlink(missing_ok=True)
-        made.append(f"flite-{voice}: flite {voice} voice (synthetic)")
-    return made
+    problem = missing(FLITE_VOICES)
+    if problem:
+        return [f"flite voices: skipped ({problem})"]
+    synthesize_missing([(v, prompts[utt], out / v.name / f"{utt}.wav") for v in FLITE_VOICES for utt in utts])
+    return [f"{v.name}: flite {' '.join(v.args[1:])} voice (synthetic)" for v in FLITE_VOICES]
 
 
 def sped_up(rows: list[tuple[str, Path, Path]], out: Path, src: str) -> list[str]:
