@@ -5,10 +5,15 @@ a 3 s input with no --checkpoint, from interpreter start to exit. Timed `repeats
 untimed warm-up run (so the OS file cache holds torch, as it does on a second use); the median
 and the minimum are reported, and beside them a process that only imports what `vc convert`
 imports, to show how much of the wait is Python and torch start-up rather than conversion.
+
+Then the same conversion with `--threads 1` (the default) and `--threads 2`, on the idle machine
+and again while two other processes keep both cores busy (what a user's machine often is): the
+measurement behind the default.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -27,6 +32,20 @@ def _wall(command: list[str], cwd: str) -> float:
     started = time.perf_counter()
     subprocess.run(command, cwd=cwd, check=True, capture_output=True)
     return time.perf_counter() - started
+
+
+def _threads(convert: list[str], cwd: str, threads: int, repeats: int, busy: bool) -> float:
+    """Median wall of `convert --threads N`, optionally beside one spinning process per core."""
+    spinners = []
+    if busy:
+        spin = [sys.executable, "-c", "while True: pass"]
+        spinners = [subprocess.Popen(spin) for _ in range(os.cpu_count() or 2)]
+    try:
+        return statistics.median(_wall([*convert, "--threads", str(threads)], cwd) for _ in range(repeats))
+    finally:
+        for process in spinners:
+            process.kill()
+            process.wait()
 
 
 def measure_cold_start(setup: Setup) -> dict:
@@ -52,7 +71,13 @@ def measure_cold_start(setup: Setup) -> dict:
         _wall(convert, work)  # warm-up: file cache
         convert_s = [_wall(convert, work) for _ in range(repeats)]
         import_s = [_wall(imports, work) for _ in range(repeats)]
+        threads = {
+            f"{load}_threads{n}_median_s": _threads(convert, work, n, repeats, busy=load == "busy")
+            for load in ("idle", "busy")
+            for n in (1, 2)
+        }
     return {
+        **threads,
         "model": get_model().name,
         "input": f"{Path(source).name}, first {INPUT_SECONDS:g} s",
         "input_seconds": len(wave) / sample_rate,

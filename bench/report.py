@@ -336,7 +336,7 @@ def profile_lines(name: str, prof: dict) -> list[str]:
 
 
 def cold_start_lines(cold: dict, load: dict) -> list[str]:
-    return [
+    lines = [
         "",
         f"5. Cold start: `vc convert in.wav out.wav` with the bundled model '{cold['model']}' in a new process "
         f"({cold['input']}), wall from interpreter start to exit, {cold['repeats']} runs after a warm-up "
@@ -344,6 +344,14 @@ def cold_start_lines(cold: dict, load: dict) -> list[str]:
         f"   median {cold['convert_median_s']:.2f} s, min {cold['convert_min_s']:.2f} s; of which importing "
         f"what vc convert imports (Python, torch, librosa, vc) alone: median {cold['imports_median_s']:.2f} s",
     ]
+    if "idle_threads1_median_s" in cold:  # results from before the threads comparison lack it
+        lines.append(
+            "   --threads 1 / --threads 2, median wall: idle "
+            f"{cold['idle_threads1_median_s']:.2f} / {cold['idle_threads2_median_s']:.2f} s; "
+            "beside one busy process per core "
+            f"{cold['busy_threads1_median_s']:.2f} / {cold['busy_threads2_median_s']:.2f} s"
+        )
+    return lines
 
 
 def render(results: dict) -> str:

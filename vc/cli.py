@@ -76,8 +76,10 @@ def cmd_durations(args) -> None:
     )
 
 
-# Torch threads for vc convert unless --threads or VC_THREADS says otherwise: one, because two threads on
-# two busy cores ran several times slower (issue 34); the idle comparison is still to be measured.
+# Torch threads for vc convert unless --threads or VC_THREADS says otherwise: one. On a busy 2-core
+# machine two threads ran a small LSTM loop 5.6x slower (issue 34); `vc convert` of a 3 s input took
+# 4.18 s with one and 4.36 s with two beside two busy processes, and 2.82 s with either idle
+# (bench/run.py --sections cold_start, AMD EPYC, 2026-11-25).
 DEFAULT_CONVERT_THREADS = 1
 
 
@@ -481,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=_positive_int,
         help=f"CPU threads for torch (default: $VC_THREADS, else {DEFAULT_CONVERT_THREADS}: on a busy 2-core "
-        "machine 2 threads ran a small LSTM loop 5.6x slower than 1, issue 34; not yet measured idle)",
+        "machine 2 threads were slower than 1, and no faster idle: bench/README.md)",
     )
     convert.add_argument(
         "--set",
