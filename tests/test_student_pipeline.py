@@ -16,7 +16,7 @@ from vc.artifacts.checkpoint import load_checkpoint
 from vc.artifacts.durations import check_durations, load_durations
 from vc.cli import main
 from vc.config import dump_config, load_config
-from vc.errors import CheckpointError, DataError
+from vc.errors import DataError
 from vc.training.data import load_features
 from vc.training.trainer import Trainer
 
@@ -136,19 +136,3 @@ def test_an_untrained_student_speaks_at_the_mean_rate(taught):
         assert trainer.model.duration_predictor.out.bias.item() == pytest.approx(torch.log1p(rate).item())
     finally:
         trainer.close()
-
-
-def test_the_student_can_start_from_the_teachers_encoder(taught, tmp_path):
-    tmp, _, _ = taught
-    teacher = tmp / "teacher" / "checkpoints" / "best.pt"
-    config = load_config(tmp / "student.yaml", ["train.max_steps=1", f"train.init_encoder={teacher}"])
-    trainer = Trainer(config, tmp_path / "init", progress=False)
-    try:
-        weights = load_checkpoint(teacher)["model"]
-        for name, value in trainer.model.encoder.state_dict().items():
-            torch.testing.assert_close(value, weights[f"encoder.{name}"])
-    finally:
-        trainer.close()
-    wider = load_config(tmp / "student.yaml", [f"train.init_encoder={teacher}", "model.encoder_hidden_dim=6"])
-    with pytest.raises(CheckpointError, match="another encoder"):
-        Trainer(wider, tmp_path / "wider", progress=False)

@@ -170,9 +170,6 @@ class TrainConfig:
     stop_pos_weight: float = 5.0
     # Non-autoregressive converter only: weight of the duration predictor's loss on log(d + 1).
     duration_loss_weight: float = 1.0
-    # A checkpoint whose encoder weights start this model's encoder ("" = random): the student starts from
-    # what its teacher, the attention model, learned to read from the source.
-    init_encoder: str = ""
     guided_attention_sigma: float = 0.4
     guided_attention_weight: float = 1.0
     # The guided attention weight is multiplied by this every 1000 steps.
@@ -348,6 +345,7 @@ RETIRED = {
     ("train", "attention_entropy_weight"): 0.0,
     ("train", "attention_entropy_from"): None,  # any value: it only mattered with a weight
     ("train", "spectral_loss"): "l1+l2",
+    ("train", "init_encoder"): "",
 }
 
 

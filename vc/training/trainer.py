@@ -96,8 +96,6 @@ class Trainer:
         torch.manual_seed(config.train.seed + self.rank)
         self._load_data()
         self.model = build_model(config.audio.n_mels, config.model).to(self.device)
-        if config.train.init_encoder and not resume:
-            self._init_encoder(config.train.init_encoder)
         if self.durations is not None:
             # The duration predictor starts at log(1 + the mean frames per step): an untrained student
             # speaks at the average rate instead of collapsing every step to zero frames.
@@ -159,18 +157,6 @@ class Trainer:
         durations = load_durations(self.config.data.durations, factor)
         check_durations(durations, {**train, **dev}, factor)
         return durations
-
-    def _init_encoder(self, path: str) -> None:
-        """Copy the encoder weights of the checkpoint at ``path`` into this model's encoder."""
-        weights = load_checkpoint(path, map_location=self.device)["model"]
-        encoder = {k[len("encoder.") :]: v for k, v in weights.items() if k.startswith("encoder.")}
-        try:
-            self.model.encoder.load_state_dict(encoder)
-        except RuntimeError as exc:
-            raise CheckpointError(
-                f"train.init_encoder: {path} has another encoder: {str(exc).splitlines()[0]}"
-            ) from None
-        log.info("encoder weights from %s", path)
 
     def _features_and_stats(self, progress: bool):
         audio, cache_dir = self.config.audio, feature_cache_dir(self.config, self.out_dir)
