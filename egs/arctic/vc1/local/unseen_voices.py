@@ -7,8 +7,9 @@ eval list, one folder per voice:
 - every other CMU ARCTIC speaker found under --db_root (real recordings; the
   target's own recordings too, named "<tgt>-as-source": a real voice the model
   only ever produced, never heard as input);
-- flite's US English voices reading the same prompts (synthetic; `apt-get
-  install flite`), when flite is installed;
+- the held-out TTS voices of tts_voices.py (flite's, espeak-ng's and
+  festival's) reading the same prompts, each when its engine is installed
+  (`apt-get install flite espeak-ng festival festvox-kallpc16k`);
 - the source speaker's own eval recordings played SPEEDUP times faster
   (resampled: pitch, formants and tempo all up, as a smaller speaker; a
   phase-vocoder pitch shift was tried first, but its artefacts made even the
@@ -25,8 +26,8 @@ from pathlib import Path
 
 from tts_voices import HELDOUT, VOICES, missing, synthesize_missing  # local/, beside this script
 
-# US male, Scottish male, US male diphones: voices no training run hears (tts_voices.py holds them out)
-FLITE_VOICES = tuple(v for v in VOICES if v.engine == "flite" and v.role == HELDOUT)
+# The TTS voices no training run hears (tts_voices.py holds them out of its pair lists)
+HELDOUT_VOICES = tuple(v for v in VOICES if v.role == HELDOUT)
 SPEEDUP = 1.19  # 3 semitones
 
 
@@ -82,12 +83,17 @@ def link_real_speakers(db_root: Path, utts: list[str], out: Path, src: str, tgt:
     return made
 
 
-def synthesize_flite(prompts: dict[str, str], utts: list[str], out: Path) -> list[str]:
-    problem = missing(FLITE_VOICES)
-    if problem:
-        return [f"flite voices: skipped ({problem})"]
-    synthesize_missing([(v, prompts[utt], out / v.name / f"{utt}.wav") for v in FLITE_VOICES for utt in utts])
-    return [f"{v.name}: flite {' '.join(v.args[1:])} voice (synthetic)" for v in FLITE_VOICES]
+def synthesize_heldout(prompts: dict[str, str], utts: list[str], out: Path) -> list[str]:
+    """Every held-out TTS voice whose engine is installed; the others are skipped with one line each."""
+    made, ready = [], []
+    for voice in HELDOUT_VOICES:
+        problem = missing([voice])
+        if problem:
+            made.append(f"{voice.name}: skipped ({problem})")
+        else:
+            ready.append(voice)
+    synthesize_missing([(v, prompts[utt], out / v.name / f"{utt}.wav") for v in ready for utt in utts])
+    return made + [f"{v.name}: {v.engine} {' '.join(v.args[1:])}, {v.about} (synthetic)" for v in ready]
 
 
 def sped_up(rows: list[tuple[str, Path, Path]], out: Path, src: str) -> list[str]:
@@ -122,7 +128,7 @@ def main() -> None:
         Path(args.db_root) if args.db_root else rows[0][1].parent.parent.parent
     )  # <root>/cmu_us_x_arctic/wav
     made += link_real_speakers(db_root, utts, out, args.src, args.tgt)
-    made += synthesize_flite(read_prompts(rows[0][1]), utts, out)
+    made += synthesize_heldout(read_prompts(rows[0][1]), utts, out)
     made += sped_up(rows, out, args.src)
     print("\n".join(f"  {line}" for line in made))
 
