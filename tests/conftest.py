@@ -1,10 +1,18 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.helpers import save_tiny_checkpoint
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # pytest -n 2 (.ci/run): two workers share the cores, so each, and every process it starts,
+    # computes on one thread; two threads each would oversubscribe them several times over.
+    torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 ARCTIC = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmu_arctic"
 
