@@ -36,6 +36,8 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "0.1",
         "--unseen_utts",
         "2",
+        "--unseen_voices",
+        "slt-as-source,bdl-x1.19,espeak-scot-f3",  # a real, a transformed and a synthetic voice
         "--student_conf",
         "conf/ci_student.yaml",
         "--gmm_pairs",
@@ -85,6 +87,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         assert (exp / "logs" / f"stage{n}.log").is_file()
     unseen = (exp / "unseen_scores.txt").read_text()
     assert "seen source" in unseen and "unseen: slt-as-source" in unseen and "unseen: bdl-x1.19" in unseen
+    assert "unseen: espeak-scot-f3" in unseen and "flite-awb" not in unseen  # only the voices asked for
     assert sorted(p.name for p in (exp / "converted" / "unseen" / "bdl-x1.19").iterdir()) == converted[:2]
     last = done.stdout.strip().splitlines()[-5:]
     assert last[0] == f"model:       {averaged}" and last[1].startswith("converted:")

@@ -28,6 +28,7 @@
 #          the attention model is the model, until the student beats it on the listener proxies)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 20)
+#          --unseen_voices NAME,NAME (stage 8's voices, e.g. slt-as-source,flite-kal16; default all)
 #          --postfilter_minutes N (stage 4's post-filter time limit; default 6; 0: no post-filter)
 #          --average N (stage 3: average the last N snapshots; default 3; 0: use best.pt as it is)
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
@@ -49,6 +50,7 @@ data_prep_args=""
 vocoder_minutes=8
 postfilter_minutes=6
 unseen_utts=20
+unseen_voices=all
 average=3
 gmm_pairs=120
 gmm_mixtures=16
@@ -57,7 +59,7 @@ overrides=()
 student_overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--average|--gmm_pairs|--gmm_mixtures)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--average|--gmm_pairs|--gmm_mixtures)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -200,6 +202,7 @@ unseen_voices() {  # stage 8: make the inputs, convert and score each voice, the
     local dir voice
     for dir in "$exp"/unseen/*/; do
         voice=$(basename "$dir")
+        [ "$unseen_voices" = all ] || [[ ",$unseen_voices," == *",$voice,"* ]] || continue
         echo "--- $voice"
         vc convert --checkpoint "$model" --out-dir "$exp/converted/unseen/$voice" "$dir"
         vc score --converted "$exp/converted/unseen/$voice" --reference "$(eval_folder 3)" --source "$dir" \
