@@ -156,3 +156,19 @@ def test_a_voice_the_engine_lacks_is_missing_too(engines):
         == "voice flite-x: flite has no voice -voice nonexistent; apt-get install flite"
     )
     assert tts.missing(tts.VOICES) is None
+
+
+def test_the_recipe_builds_them_in_stage_0_with_tts_voices_yes(engines, tmp_path):
+    run_sh = SCRIPT.parents[1] / "run.sh"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    command = [str(run_sh), "--db_root", str(ARCTIC), "--work", str(tmp_path), "--data_prep_args", "--limit 1"]
+    done = subprocess.run(
+        [*command, "--tts_voices", "yes", "--stop_stage", "0"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = list_rows(tmp_path / "data" / "bdl_slt_tts" / "train.tsv")
+    train_voices = [v.name for v in tts.VOICES if v.role == tts.TRAIN]
+    assert [row[0] for row in rows] == [TRAIN_UTT] + [f"{name}_{TRAIN_UTT}" for name in train_voices]
+    assert "=== stage 0: TTS voices" in done.stdout
+    wrong = subprocess.run([*command, "--tts_voices", "maybe"], env=env, capture_output=True, text=True)
+    assert wrong.returncode == 2 and "--tts_voices takes yes or no" in wrong.stderr

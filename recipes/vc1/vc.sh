@@ -29,6 +29,8 @@
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 20)
 #          --unseen_voices NAME,NAME (stage 8's voices, e.g. slt-as-source,flite-kal16; default all)
+#          --tts_voices yes (many-to-one: stage 0 also has local/tts_voices.py's TTS voices read the train
+#          and dev prompts, and the models train on DATA_tts/, those pairs beside the source's; default no)
 #          --postfilter_minutes N (stage 4's post-filter time limit; default 6; 0: no post-filter)
 #          --average N (stage 3: average the last N snapshots; default 3; 0: use best.pt as it is)
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
@@ -51,6 +53,7 @@ vocoder_minutes=8
 postfilter_minutes=6
 unseen_utts=20
 unseen_voices=all
+tts_voices=no
 average=3
 gmm_pairs=120
 gmm_mixtures=16
@@ -59,7 +62,7 @@ overrides=()
 student_overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--average|--gmm_pairs|--gmm_mixtures)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -74,6 +77,7 @@ done
 for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures"; do
     [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage, --average and --gmm_* take a number, got '$n'" >&2; exit 2; }
 done
+[ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
 [ "$average" != 1 ] || { echo "vc.sh: --average takes 0 (off) or at least 2 snapshots, got 1" >&2; exit 2; }
 command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
 
@@ -81,7 +85,11 @@ data=$work/data/${src}_${tgt}
 exp=$work/exp/${src}_${tgt}_${tag:-$(basename "$conf" .yaml)}
 logs=$exp/logs
 mkdir -p "$logs"
-lists=("data.train_list=$data/train.tsv" "data.dev_list=$data/dev.tsv")
+# What the models train on: the pair lists, or with --tts_voices yes those plus the TTS voices' pairs.
+# The networks trained on the target alone (stage 4) and the GMM peer keep the source's pairs.
+train_data=$data
+[ "$tts_voices" = no ] || train_data=${data}_tts
+lists=("data.train_list=$train_data/train.tsv" "data.dev_list=$train_data/dev.tsv")
 args=("${lists[@]}" "${overrides[@]+"${overrides[@]}"}")
 # The attention model (the teacher). Averaging the last snapshots narrows what the training seed does: five
 # runs scored 58.0-66.7 % WER from best.pt, 60.4-62.9 % averaged, at about the same mean (docs/ablation.md).
@@ -105,6 +113,12 @@ eval_folder() { dirname -- "$(head -n 1 "$data/eval.tsv" | cut -f "$1")"; }
 # shellcheck disable=SC2086
 run_stage 0 "data lists" ./local/data_prep.py ${db_root:+--db_root "$db_root"} --src "$src" --tgt "$tgt" \
     --out "$data" --download_dir "$work/downloads" $data_prep_args
+if [ "$tts_voices" = yes ] && [ "$stage" -le 0 ] && [ "$stop_stage" -ge 0 ]; then
+    echo "=== stage 0: TTS voices reading the train and dev prompts ($(date '+%H:%M:%S'))"
+    # shellcheck disable=SC2086
+    ./local/tts_voices.py --data "$data" --out "$train_data" --tgt "$tgt" ${db_root:+--db_root "$db_root"} \
+        2>&1 | tee "$logs/stage0_tts_voices.log"
+fi
 run_stage 1 "features" vc features --config "$conf" --out "$exp" "${args[@]}"
 run_stage 2 "statistics" vc stats --config "$conf" --out "$exp" "${args[@]}"
 train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's vc train (resumable), vc average
@@ -136,7 +150,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             echo "=== stage 3: durations from the attention model ($(date '+%H:%M:%S'))"
             rm -f "$student_exp/.train_done"
             vc durations --checkpoint "$teacher" --features-dir "$exp/features" --out "$exp/durations.pt" --overwrite \
-                "$data/train.tsv" "$data/dev.tsv" 2>&1 | tee "$logs/stage3_durations.log"
+                "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 | tee "$logs/stage3_durations.log"
         else
             echo "=== stage 3: durations: already done ($exp/durations.pt)"
         fi
