@@ -161,7 +161,15 @@ def test_a_voice_the_engine_lacks_is_missing_too(engines):
 def test_the_recipe_builds_them_in_stage_0_with_tts_voices_yes(engines, tmp_path):
     run_sh = SCRIPT.parents[1] / "run.sh"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    command = [str(run_sh), "--db_root", str(ARCTIC), "--work", str(tmp_path), "--data_prep_args", "--limit 1"]
+    command = [
+        str(run_sh),
+        "--db_root",
+        str(ARCTIC),
+        "--work",
+        str(tmp_path),
+        "--data_prep_args",
+        "--limit 1",
+    ]
     done = subprocess.run(
         [*command, "--tts_voices", "yes", "--stop_stage", "0"], env=env, capture_output=True, text=True
     )
