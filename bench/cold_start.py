@@ -7,7 +7,7 @@ and the minimum are reported, and beside them a process that only imports what `
 imports, to show how much of the wait is Python and torch start-up rather than conversion.
 
 Then the same conversion with `--threads 1` (the default) and `--threads 2`, on the idle machine
-and again while two other processes keep both cores busy (what a user's machine often is): the
+and again beside one spinning process per core (a busy machine, as users' often are): the
 measurement behind the default.
 """
 

@@ -17,6 +17,7 @@ batch 1 and 8, interleaved.
 
 from __future__ import annotations
 
+import inspect
 import statistics
 import sys
 import time
@@ -82,6 +83,13 @@ def ours(
     return [waves[k, : (m.shape[1] - 1) * audio.hop_length].numpy() for k, m in enumerate(mags)]
 
 
+def librosa_seed(seed: int) -> dict:
+    """librosa.griffinlim's seed keyword: `rng` from librosa 1.0 (`random_state` warns there), else
+    `random_state`; a RandomState either way, so the phases are the same draws in both."""
+    name = "rng" if "rng" in inspect.signature(librosa.griffinlim).parameters else "random_state"
+    return {name: np.random.RandomState(seed)}
+
+
 def librosa_one(mag: np.ndarray, seed: int, audio) -> np.ndarray:
     return librosa.griffinlim(
         mag,
@@ -91,7 +99,7 @@ def librosa_one(mag: np.ndarray, seed: int, audio) -> np.ndarray:
         center=True,
         pad_mode="constant",
         init="random",
-        random_state=np.random.RandomState(seed),
+        **librosa_seed(seed),
         **stft_kwargs(audio),
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from pathlib import Path
 
@@ -63,6 +64,13 @@ def real_magnitude() -> torch.Tensor:
         return LogMel(AudioConfig()).magnitude(torch.from_numpy(wave)[None])[0]
 
 
+def librosa_seed(seed: int) -> dict:
+    """librosa.griffinlim's seed keyword: `rng` from librosa 1.0 (`random_state` warns there), else
+    `random_state`; a RandomState either way, so the phases are the same draws in both."""
+    name = "rng" if "rng" in inspect.signature(librosa.griffinlim).parameters else "random_state"
+    return {name: np.random.RandomState(seed)}
+
+
 def librosa_and_ours(magnitude: torch.Tensor, init: str, **ours) -> tuple[float, float]:
     """Spectral convergence of librosa.griffinlim and of griffin_lim from the same initial phase.
 
@@ -77,7 +85,7 @@ def librosa_and_ours(magnitude: torch.Tensor, init: str, **ours) -> tuple[float,
         n_iter=32,
         momentum=0.99,
         init="random" if init == "random" else None,
-        random_state=SEED,
+        **librosa_seed(SEED),
         window="hann",
         center=True,
         pad_mode="constant",

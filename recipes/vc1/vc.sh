@@ -115,7 +115,6 @@ run_stage 0 "data lists" ./local/data_prep.py ${db_root:+--db_root "$db_root"} -
     --out "$data" --download_dir "$work/downloads" $data_prep_args
 if [ "$tts_voices" = yes ] && [ "$stage" -le 0 ] && [ "$stop_stage" -ge 0 ]; then
     echo "=== stage 0: TTS voices reading the train and dev prompts ($(date '+%H:%M:%S'))"
-    # shellcheck disable=SC2086
     ./local/tts_voices.py --data "$data" --out "$train_data" --tgt "$tgt" ${db_root:+--db_root "$db_root"} \
         2>&1 | tee "$logs/stage0_tts_voices.log"
 fi
