@@ -80,6 +80,9 @@ def test_cold_start_times_vc_convert_with_the_bundled_model_on_an_eval_utterance
     assert result["convert_median_s"] == 1.5 and result["repeats"] >= 3
     convert = [c for c in commands if "convert" in c]
     assert convert and all("--checkpoint" not in c for c in convert)  # the bundled model, as a user runs it
+    # the measurement behind vc convert's default of one thread: 1 and 2 threads, idle and busy
+    assert {f"{load}_threads{n}_median_s" for load in ("idle", "busy") for n in (1, 2)} <= result.keys()
+    assert {tuple(c[-2:]) for c in convert if "--threads" in c} == {("--threads", "1"), ("--threads", "2")}
 
 
 def _gl_rows(ours_s: float, librosa_s: float, ours_sc: float = 0.05) -> list[dict]:
