@@ -132,3 +132,12 @@ def needs(*modules: str) -> None:
         pytest.fail(f"CI must install the eval extra; missing {absent}")
     if absent:
         pytest.skip(f"not installed: {absent}")
+
+
+def tensorboard_scalars(folder) -> dict[str, list[int]]:
+    """The steps logged for each scalar tag of the TensorBoard event files in ``folder``."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder))
+    events.Reload()
+    return {tag: [event.step for event in events.Scalars(tag)] for tag in events.Tags()["scalars"]}

@@ -10,7 +10,7 @@ import soundfile as sf
 import torch
 import yaml
 
-from tests.helpers import speech_like, write_pair_list
+from tests.helpers import speech_like, tensorboard_scalars, write_pair_list
 from vc import Converter
 from vc.artifacts.mel2linear import (
     COMPANION_NAME,
@@ -173,6 +173,11 @@ def test_vocoder_train_cli_on_synthetic_audio(tmp_path, capsys):
     assert "mel -> linear network" in capsys.readouterr().out
     net = load_mel2linear(out, SMALL)
     assert net.hparams["n_bins"] == SMALL.n_fft // 2 + 1
+    # its losses in TensorBoard, beside the model's logs: the validation before training and at the end
+    assert tensorboard_scalars(tmp_path / "exp" / "tensorboard" / "mel2linear")["mel2linear/valid_db"] == [
+        0,
+        3,
+    ]
 
 
 def test_vocoder_train_cli_bad_input_is_one_line(tmp_path, capsys):

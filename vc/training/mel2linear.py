@@ -18,6 +18,7 @@ import logging
 import math
 import random
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress
 from vc.training.budget import Budget, seconds_left  # `progress` is a parameter name here
+from vc.training.monitor import LOG_EVERY, companion_writer
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +185,9 @@ def train_mel2linear(
     )
     # The time limit covers feature extraction too; what is left of it trains (at least a second).
     budget = seconds_left(options.max_minutes, started)
-    steps, best_db = _optimise(net, train_items, valid_items, options, budget, start_db, progress)
+    with closing(companion_writer(out, "mel2linear")) as writer:
+        writer.add_scalar("mel2linear/valid_db", start_db, 0)
+        steps, best_db = _optimise(net, train_items, valid_items, options, budget, start_db, progress, writer)
     info = dict(
         files=len(files) - valid_count, valid_files=valid_count, steps=steps, minutes=(time.monotonic() - started) / 60,
         valid_db=best_db, linear_db=start_db, predicted_mels=checkpoint is not None,
@@ -201,9 +205,17 @@ def train_mel2linear(
 
 
 def _optimise(
-    net, train_items, valid_items, options: Mel2LinearConfig, budget: float, best_db: float, progress: bool
+    net,
+    train_items,
+    valid_items,
+    options: Mel2LinearConfig,
+    budget: float,
+    best_db: float,
+    progress: bool,
+    writer,
 ):
-    """AdamW on random crops until max_steps or ``budget`` seconds; leaves the best validated state in ``net``."""
+    """AdamW on random crops until max_steps or ``budget`` seconds; leaves the best validated state in ``net``.
+    TensorBoard (``writer``): the training loss and learning rate, and the validation dB at each validation."""
     rng = random.Random(options.seed)
     best_state = {k: v.clone() for k, v in net.state_dict().items()}
     optimizer = torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=0.0)
@@ -227,8 +239,12 @@ def _optimise(
         optimizer.step()
         step += 1
         bar.update(1)
+        if step % LOG_EVERY == 0:
+            writer.add_scalar("mel2linear/loss", loss.item(), step)
+            writer.add_scalar("mel2linear/learning_rate", optimizer.param_groups[0]["lr"], step)
         if step % options.valid_every == 0 or step == options.max_steps:
             db = validation_db(net, valid_items)
+            writer.add_scalar("mel2linear/valid_db", db, step)
             bar.set_postfix(loss=f"{loss.item():.3f}", valid_db=f"{db:.2f}")
             if db < best_db:
                 best_db, best_state = db, {k: v.clone() for k, v in net.state_dict().items()}

@@ -41,6 +41,17 @@ from vc.training.selection import free_running_distance
 log = logging.getLogger(__name__)
 
 
+LOG_EVERY = 10  # steps between the companion trainings' TensorBoard scalars
+
+
+def companion_writer(out: str | Path, name: str) -> SummaryWriter:
+    """TensorBoard for a network trained after the model and saved at ``out``: beside the model's own
+    logs (EXP/tensorboard/<name> for EXP/checkpoints/<file>), else in a tensorboard/ folder beside ``out``."""
+    out = Path(out)
+    root = out.parent.parent if out.parent.name == "checkpoints" else out.parent
+    return SummaryWriter(str(root / "tensorboard" / name))
+
+
 class Monitor:
     def __init__(self, config: Config, out_dir: Path, device: torch.device, tgt_stats: FeatureStats):
         self.config = config

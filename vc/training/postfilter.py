@@ -26,6 +26,7 @@ import dataclasses
 import logging
 import random
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress
 from vc.training.budget import Budget, seconds_left
+from vc.training.monitor import LOG_EVERY, companion_writer
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +95,11 @@ def train_postfilter(
     generator.in_std.copy_(torch.as_tensor(stats.std, dtype=torch.float32))
     before = _validate(generator, valid_items)
     budget = seconds_left(options.max_minutes, started)
-    steps = _optimise(generator, train_items, options, budget, rng, progress)
-    after = _validate(generator, valid_items)
+    with closing(companion_writer(out, "postfilter")) as writer:
+        _log_validation(writer, before, 0)
+        steps = _optimise(generator, train_items, options, budget, rng, progress, writer)
+        after = _validate(generator, valid_items)
+        _log_validation(writer, after, steps)
     info = dict(
         pairs=len(train_items), valid_pairs=valid_count, steps=steps,
         minutes=(time.monotonic() - started) / 60, valid_l1_before=before[0], valid_l1=after[0],
@@ -107,6 +112,13 @@ def train_postfilter(
         steps, info["minutes"], before[0], after[0], before[1], after[1], before[2],
     )  # fmt: skip
     return info
+
+
+def _log_validation(writer, validation: tuple[float, float, float], step: int) -> None:
+    l1, detail, natural = validation
+    writer.add_scalar("postfilter/valid_l1", l1, step)
+    writer.add_scalar("postfilter/valid_temporal_detail", detail, step)
+    writer.add_scalar("postfilter/natural_temporal_detail", natural, step)
 
 
 @torch.no_grad()
@@ -139,7 +151,8 @@ def _crop_batch(items, batch_size: int, crop: int, rng: random.Random):
     return predicted, source, natural
 
 
-def _optimise(generator, items, options: PostfilterConfig, budget: float, rng, progress: bool) -> int:
+def _optimise(generator, items, options: PostfilterConfig, budget: float, rng, progress: bool, writer) -> int:
+    """Until the step or time budget is spent; TensorBoard (``writer``) gets the losses every LOG_EVERY steps."""
     betas = (0.5, 0.9)  # the usual GAN setting: a short memory of the other player's moves
     g_opt = torch.optim.Adam(generator.parameters(), options.learning_rate, betas=betas)
     if options.adversarial:
@@ -179,5 +192,10 @@ def _optimise(generator, items, options: PostfilterConfig, budget: float, rng, p
             g_opt.step()
             step += 1
             bar.update(1)
+            if step % LOG_EVERY == 0:
+                writer.add_scalar("postfilter/l1", l1.item(), step)
+                writer.add_scalar("postfilter/loss", loss.item(), step)
+                if options.adversarial and step > options.warmup_steps:
+                    writer.add_scalar("postfilter/discriminator", d_loss.item(), step)
     generator.eval()
     return step
