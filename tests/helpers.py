@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -141,3 +142,8 @@ def tensorboard_scalars(folder) -> dict[str, list[int]]:
     events = EventAccumulator(str(folder))
     events.Reload()
     return {tag: [event.step for event in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def venv_env() -> dict[str, str]:
+    """The environment with this interpreter's bin folder first on PATH: the recipes' `vc` is this one."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}

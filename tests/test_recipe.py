@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ARCTIC
+from tests.helpers import venv_env
 
 RUN = Path(__file__).resolve().parents[1] / "egs" / "arctic" / "vc1" / "run.sh"
 
@@ -19,7 +18,7 @@ RUN = Path(__file__).resolve().parents[1] / "egs" / "arctic" / "vc1" / "run.sh"
 def test_every_stage_runs_and_writes_its_files(tmp_path):
     if not ARCTIC.is_dir():
         pytest.skip(f"CMU ARCTIC data not found at {ARCTIC}")
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = venv_env()
     command = [
         str(RUN),
         "--db_root",

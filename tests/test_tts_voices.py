@@ -17,6 +17,7 @@ import pytest
 import soundfile as sf
 
 from tests.conftest import ARCTIC, arctic_file
+from tests.helpers import venv_env
 
 SCRIPT = Path(__file__).resolve().parents[1] / "egs" / "arctic" / "vc1" / "local" / "tts_voices.py"
 TRAIN_UTT, DEV_UTT = "arctic_a0001", "arctic_a0002"
@@ -165,7 +166,7 @@ def test_a_voice_the_engine_lacks_is_missing_too(engines):
 
 def test_the_recipe_builds_them_in_stage_0_with_tts_voices_yes(engines, tmp_path):
     run_sh = SCRIPT.parents[1] / "run.sh"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = venv_env()
     command = [
         str(run_sh),
         "--db_root",

@@ -22,6 +22,7 @@ Engines: `apt-get install flite espeak-ng festival festvox-kallpc16k festvox-kdl
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import shutil
 import subprocess
@@ -146,17 +147,21 @@ def packages(voices) -> list[str]:
     return sorted({ENGINES[v.engine].package for v in voices} | {v.package for v in voices})
 
 
+@functools.cache
+def installed_voices(engine: str) -> frozenset[tuple[str, ...]]:
+    """What an installed engine lists, read once per process (each listing starts the engine)."""
+    return frozenset(ENGINES[engine].voices())
+
+
 def missing(voices: list[Voice] | tuple[Voice, ...]) -> str | None:
     """None when every voice can be synthesised here, else one line naming what to install."""
-    absent, known = [], {}
+    absent = []
     for voice in voices:
         engine = ENGINES[voice.engine]
         if shutil.which(engine.program) is None:
             absent.append((voice, f"{engine.program} is not installed"))
             continue
-        if voice.engine not in known:
-            known[voice.engine] = engine.voices()
-        if voice.args not in known[voice.engine]:
+        if voice.args not in installed_voices(voice.engine):
             absent.append((voice, f"{voice.engine} has no voice {' '.join(voice.args)}"))
     if not absent:
         return None
@@ -201,8 +206,8 @@ def read_prompts(db_root: Path | None, tgt: str, first_target: Path) -> dict[str
     else:
         found = find_transcripts(first_target.parent)
     if found is None or not found.is_file():
-        where = found or f"beside {first_target.parent}"
-        raise TTSError(f"no ARCTIC transcripts (etc/txt.done.data) at {where}")
+        where = f"at {found}" if found else f"beside {first_target.parent}"
+        raise TTSError(f"no ARCTIC transcripts (etc/txt.done.data) {where}")
     return read_transcripts(found)
 
 

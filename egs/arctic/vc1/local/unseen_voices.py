@@ -24,7 +24,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from tts_voices import HELDOUT, VOICES, missing, synthesize_missing  # local/, beside this script
+from tts_voices import (  # local/, beside this
+    HELDOUT,
+    VOICES,
+    TTSError,
+    missing,
+    read_prompts,
+    synthesize_missing,
+)
 
 # The TTS voices no training run hears (tts_voices.py holds them out of its pair lists)
 HELDOUT_VOICES = tuple(v for v in VOICES if v.role == HELDOUT)
@@ -50,16 +57,6 @@ def parse_args() -> argparse.Namespace:
 def read_eval(path: Path, limit: int) -> list[tuple[str, Path, Path]]:
     rows = [line.split("\t") for line in path.read_text().splitlines() if line.strip()]
     return [(utt, Path(src), Path(tgt)) for utt, src, tgt in rows[:limit]]
-
-
-def read_prompts(source_wav: Path) -> dict[str, str]:
-    """utt id -> text from the corpus's etc/txt.done.data beside the source's wav folder."""
-    from vc.evaluation.transcripts import find_transcripts, read_transcripts
-
-    found = find_transcripts(source_wav.parent)
-    if found is None:
-        sys.exit(f"unseen_voices.py: no etc/txt.done.data beside {source_wav.parent}")
-    return read_transcripts(found)
 
 
 def link_real_speakers(db_root: Path, utts: list[str], out: Path, src: str, tgt: str) -> list[str]:
@@ -128,7 +125,11 @@ def main() -> None:
         Path(args.db_root) if args.db_root else rows[0][1].parent.parent.parent
     )  # <root>/cmu_us_x_arctic/wav
     made += link_real_speakers(db_root, utts, out, args.src, args.tgt)
-    made += synthesize_heldout(read_prompts(rows[0][1]), utts, out)
+    try:
+        prompts = read_prompts(None, args.tgt, rows[0][1])  # the transcripts beside the source's audio
+    except TTSError as exc:
+        sys.exit(f"unseen_voices.py: {exc}")
+    made += synthesize_heldout(prompts, utts, out)
     made += sped_up(rows, out, args.src)
     print("\n".join(f"  {line}" for line in made))
 
