@@ -350,3 +350,25 @@ def test_vc_compare_pools_error_rates_and_brackets_the_difference(tmp_path, caps
     path_b.write_text(json.dumps({"rows": renamed, "model_row": "attention model"}))
     assert main(["compare", str(path_a), str(path_b), "--resamples", "200"]) == 0
     assert "over 40 shared utterances" in capsys.readouterr().out
+
+
+def test_model_row_names_the_model_when_ceiling_rows_are_scored(tmp_path, monkeypatch):
+    """scores.json's model_row is the --name given, also when the ceiling rows are added after it
+    (it named the last ceiling row: the unseen-voice table and the report then read that row)."""
+    from vc.evaluation import systems
+
+    utts = ["arctic_a0001", "arctic_a0002"]
+    converted = _copy_utts(tmp_path, "converted", "slt", utts)
+    reference = _copy_utts(tmp_path, "reference", "slt", utts)
+    scored = []
+
+    def fake_score_systems(rows, *args, **kwargs):
+        scored.extend(row.name for row in rows)
+        return {"rows": {row.name: {} for row in rows}}
+
+    monkeypatch.setattr(systems, "score_systems", fake_score_systems)
+    result = systems.score_against_references(
+        converted, reference, name="attention model", ceiling=True, natural=False, progress=False
+    )
+    assert scored[0] == "attention model" and any(row.startswith("Griffin-Lim ceiling") for row in scored)
+    assert result["model_row"] == "attention model"

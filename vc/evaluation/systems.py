@@ -98,14 +98,14 @@ def score_against_references(
         systems.append(System(SOURCE, Path(source)))
     with contextlib.ExitStack() as stack:
         if ceiling:
-            for name, vocoder in ceiling_vocoders(config, checkpoint).items():
+            for row, vocoder in ceiling_vocoders(config, checkpoint).items():
                 out_dir = None
                 if ceiling_dir:
-                    out_dir = Path(ceiling_dir) / re.sub(r"[^a-z0-9-]+", "_", name.lower()).strip("_")
+                    out_dir = Path(ceiling_dir) / re.sub(r"[^a-z0-9-]+", "_", row.lower()).strip("_")
                 folder = stack.enter_context(
                     resynthesize_folder(reference, utts, config, progress, out_dir=out_dir, vocoder=vocoder)
                 )
-                systems.append(System(name, folder))
+                systems.append(System(row, folder))
         if natural:
             systems.append(System(NATURAL, Path(reference), distances=False))
         result = score_systems(
