@@ -221,7 +221,9 @@ class Converter:
                     out.lens,
                     self.aligned_source(src, mel_lens, out.alignments, out.enc_lens, out.lens),
                 )
-        generator = torch.Generator(device=self.device).manual_seed(self.seed)
+        # A CPU generator: Griffin-Lim starts from the same phases on every device, so a GPU's audio
+        # matches the CPU's (CUDA's generator draws another sequence from the same seed).
+        generator = torch.Generator().manual_seed(self.seed)
         with record_function("vocoder"):
             audio, audio_lens = self.vocoder(converted, out.lens, generator=generator)
         # Alignment rows: decoder steps of the attention model, output frames of the non-autoregressive one.
