@@ -87,6 +87,30 @@ def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
         Trainer(config, tmp_path / "empty", resume=True, progress=False)
 
 
+def test_init_from_starts_at_step_0_from_another_runs_weights(tmp_path):
+    config = tiny_training_config(tmp_path)
+    train(config, tmp_path / "first", progress=False)
+    start = tmp_path / "first" / "checkpoints" / "step0000006.pt"
+    tuned = dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=str(start)))
+    trainer = Trainer(tuned, tmp_path / "tuned", progress=False)
+    assert trainer.step == 0
+    weights = load_checkpoint(start)["model"]
+    for name, value in trainer.model.state_dict().items():
+        assert torch.equal(value, weights[name]), name
+    fresh = Trainer(config, tmp_path / "fresh", progress=False).model.state_dict()
+    assert any(not torch.equal(fresh[n], weights[n]) for n in weights)
+
+
+def test_init_from_a_checkpoint_of_another_model_shape_is_a_clear_error(tmp_path):
+    config = tiny_training_config(tmp_path)
+    train(config, tmp_path / "first", progress=False)
+    start = tmp_path / "first" / "checkpoints" / "step0000006.pt"
+    other = dataclasses.replace(config.model, decoder_rnn_dim=config.model.decoder_rnn_dim * 2)
+    tuned = dataclasses.replace(config, model=other, train=dataclasses.replace(config.train, init_from=str(start)))
+    with pytest.raises(CheckpointError, match="train.init_from .* does not fit this config's model"):
+        Trainer(tuned, tmp_path / "tuned", progress=False)
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "foreign", "folder", "missing"])
 def test_damaged_checkpoints_are_one_line_errors(tmp_path, damage):
     good = tmp_path / "good.pt"

@@ -184,6 +184,9 @@ class TrainConfig:
     # vc/training/selection.py), which keeps tracking quality after the loss has gone flat.
     select_by: str = "loss"
     select_utterances: int = 32  # dev utterances converted for "free_running"
+    # Fine-tuning: the model weights of this checkpoint (vc train's, vc average's or an exported model)
+    # to start from; the step, optimizer and schedule start fresh. "" = random initial weights.
+    init_from: str = ""
 
 
 @dataclass

@@ -102,6 +102,8 @@ class Trainer:
             rate = torch.cat([d.float() for d in self.durations.values()]).mean()
             with torch.no_grad():
                 self.model.duration_predictor.out.bias.fill_(float(torch.log1p(rate)))
+        if config.train.init_from and not resume:
+            self._init_weights(config.train.init_from)
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=config.train.learning_rate, weight_decay=config.train.weight_decay
         )
@@ -335,6 +337,17 @@ class Trainer:
                     path.rename(kept)
                 log.warning("--resume: skipping damaged %s (kept as %s): %s", path.name, kept.name, exc)
         raise CheckpointError(f"--resume: every checkpoint in {folder} is damaged (kept as *.pt.damaged)")
+
+    def _init_weights(self, path: str) -> None:
+        """train.init_from: start from another run's model weights (fine-tuning)."""
+        payload = load_checkpoint(path, map_location=self.device)
+        try:
+            self.model.load_state_dict(payload["model"])
+        except (RuntimeError, KeyError) as exc:
+            raise CheckpointError(
+                f"train.init_from {path} does not fit this config's model: {str(exc).splitlines()[0]}"
+            ) from None
+        log.info("starting from the model weights of %s (step %s)", path, payload.get("step", "?"))
 
     def _resume(self) -> None:
         path, payload = self._newest_readable_checkpoint()
