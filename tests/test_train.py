@@ -106,7 +106,9 @@ def test_init_from_a_checkpoint_of_another_model_shape_is_a_clear_error(tmp_path
     train(config, tmp_path / "first", progress=False)
     start = tmp_path / "first" / "checkpoints" / "step0000006.pt"
     other = dataclasses.replace(config.model, decoder_rnn_dim=config.model.decoder_rnn_dim * 2)
-    tuned = dataclasses.replace(config, model=other, train=dataclasses.replace(config.train, init_from=str(start)))
+    tuned = dataclasses.replace(
+        config, model=other, train=dataclasses.replace(config.train, init_from=str(start))
+    )
     with pytest.raises(CheckpointError, match="train.init_from .* does not fit this config's model"):
         Trainer(tuned, tmp_path / "tuned", progress=False)
 
