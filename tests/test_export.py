@@ -117,6 +117,17 @@ def test_vc_models_lists_them(capsys):
     assert out.startswith(f"{default.name}  (default)") and str(default.path) in out and "made by:" in out
 
 
+def test_vc_models_shows_the_scores_on_held_out_voices(capsys):
+    # Issue 35: the bundled model's scores on voices it never heard, beside the seen source's.
+    default = get_model()
+    assert len(default.heldout_scores) >= 2
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    for voice, scores in default.heldout_scores.items():
+        line = next(line for line in out.splitlines() if line.strip().startswith(f"held-out {voice}:"))
+        assert f"WER % {scores['WER %']}" in line and "input WER %" in line
+
+
 def test_from_pretrained_converts_an_utterance_no_training_used():
     converter = Converter.from_pretrained()
     assert converter.vocoder.mel2linear is not None

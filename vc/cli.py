@@ -349,6 +349,8 @@ def cmd_models(args) -> None:
         if model.scores:
             scores = ", ".join(f"{key} {value}" for key, value in model.scores.items())
             print(f"  scores:   {scores} ({model.scored_on})")
+        for voice, held_out in model.heldout_scores.items():
+            print(f"  held-out {voice}: {', '.join(f'{key} {value}' for key, value in held_out.items())}")
 
 
 def cmd_curve(args) -> None:

@@ -26,8 +26,11 @@ class PretrainedModel:
     training_data: str
     licence: str
     recipe: str
-    scores: dict = field(default_factory=dict)
+    scores: dict = field(default_factory=dict)  # on its training source's eval utterances
     scored_on: str = ""
+    # voice -> scores of the same eval prompts read by a voice it never heard (recipe stage 8),
+    # "input WER %" being the recognizer's WER on that voice's input itself
+    heldout_scores: dict = field(default_factory=dict)
     default: bool = False
 
     @property
