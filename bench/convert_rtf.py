@@ -30,6 +30,15 @@ def convert_all(converter, waves, batches) -> list:
     return [result for chunk in batches for result in converter.convert_batch([waves[k] for k in chunk])]
 
 
+def stopped_by_cap(results, waves, batches, limit: float, hop_length: int) -> int:
+    """Conversions as long as inference.max_ratio allows (their stop token never fired).
+
+    ``results`` come in the batches' (length-sorted) order, each paired here with its own input.
+    """
+    inputs = [waves[k] for chunk in batches for k in chunk]
+    return sum(len(r.mel) >= int(limit * len(w) / hop_length) for r, w in zip(results, inputs, strict=True))
+
+
 def stage_seconds(prof) -> dict[str, float]:
     """Seconds inside each labelled stage (a label's range, children included) of a profiled run."""
     found = {event.key: event.cpu_time_total / 1e6 for event in prof.key_averages() if event.key in STAGES}
@@ -59,9 +68,7 @@ def measure_convert(setup: Setup, batch_size: int) -> dict:
     steps = sum(len(r.alignment) for r in results)  # decoder steps, or output frames when non-autoregressive
     frames = sum(len(r.mel) for r in results)
     limit = converter.config.inference.max_ratio
-    capped = sum(
-        len(r.mel) >= int(limit * len(w) / audio.hop_length) for r, w in zip(results, waves, strict=False)
-    )
+    capped = stopped_by_cap(results, waves, batches, limit, audio.hop_length)
     return {
         "batch_size": batch_size,
         "model": description,

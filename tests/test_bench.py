@@ -141,3 +141,19 @@ def test_convert_rtf_splits_the_real_convert_batch_by_its_profiler_labels(model_
     for stage in ("features", "encoder", "decoder", "postnet", "vocoder"):
         assert seconds[stage] > 0, stage
     assert seconds["durations"] == 0.0  # an attention model has no duration predictor
+
+
+def test_the_cap_count_pairs_each_conversion_with_its_own_input():
+    # convert_all returns results in the length-sorted batch order; counting them against the inputs in
+    # list order called a long utterance's ordinary output "capped" (bench of 2026-11-26: 1 of 16).
+    from types import SimpleNamespace
+
+    from convert_rtf import batches_like_convert_files, stopped_by_cap
+
+    hop = 256
+    waves = [np.zeros(frames * hop) for frames in (100, 10, 50)]
+    batches = batches_like_convert_files(waves, 2)
+    results = [SimpleNamespace(mel=np.zeros((len(waves[k]) // hop, 4))) for chunk in batches for k in chunk]
+    assert stopped_by_cap(results, waves, batches, limit=3.0, hop_length=hop) == 0
+    results[0] = SimpleNamespace(mel=np.zeros((30, 4)))  # the shortest input (10 frames) decoded to 3x
+    assert stopped_by_cap(results, waves, batches, limit=3.0, hop_length=hop) == 1
