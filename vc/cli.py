@@ -339,6 +339,9 @@ def cmd_average(args) -> None:
 def cmd_models(args) -> None:
     from vc.artifacts.pretrained import list_models
 
+    def listed(scores: dict) -> str:
+        return ", ".join(f"{key} {value}" for key, value in scores.items())
+
     for model in list_models():
         print(f"{model.name}{'  (default)' if model.default else ''}")
         print(f"  {model.description}")
@@ -347,10 +350,9 @@ def cmd_models(args) -> None:
         print(f"  licence:  {model.licence}")
         print(f"  made by:  {model.recipe}")
         if model.scores:
-            scores = ", ".join(f"{key} {value}" for key, value in model.scores.items())
-            print(f"  scores:   {scores} ({model.scored_on})")
+            print(f"  scores:   {listed(model.scores)} ({model.scored_on})")
         for voice, held_out in model.heldout_scores.items():
-            print(f"  held-out {voice}: {', '.join(f'{key} {value}' for key, value in held_out.items())}")
+            print(f"  held-out {voice}: {listed(held_out)}")
 
 
 def cmd_curve(args) -> None:

@@ -22,7 +22,6 @@ CONF=egs/arctic/vc1/conf/any2one.yaml
 $PY gpu_carry/unpack_features.py gpu_carry/feats.xz $CONF $W/data || exit 1
 echo "unpacked at +$(( $(date +%s) - START )) s"
 DATA="data.train_list=$W/data/train.tsv data.dev_list=$W/data/dev.tsv data.cache_dir=$W/data/features"
-vc() { $PY -m vc.cli "$@"; }
 # 1. AMP against fp32: 40 steps each, same seed and data
 for amp in false true; do
   t0=$(date +%s%N)
