@@ -67,6 +67,24 @@ def test_durations_cover_every_pair_and_sum_to_its_target(taught):
         load_durations(tmp / "durations.pt", 3)
 
 
+def test_dtw_durations_need_no_model_and_fit_the_features(taught, tmp_path, capsys):
+    tmp, config, _ = taught
+    out = tmp_path / "dtw.pt"
+    args = ["durations", "--features-dir", config.data.cache_dir, "--out", str(out), "--no-progress"]
+    lists = [config.data.train_list, config.data.dev_list]
+    assert main([*args, "--dtw", "--config", str(tmp / "teacher.yaml"), *lists]) == 0
+    assert "DTW" in capsys.readouterr().out
+    durations = load_durations(out, config.model.encoder_reduction_factor)
+    features = {}
+    for path in lists:
+        features.update(load_features(path, config.audio, config.data.cache_dir, progress=False))
+    check_durations(durations, features, config.model.encoder_reduction_factor)
+    for wrong in (["--dtw"], ["--dtw", "--config", str(tmp / "teacher.yaml"), "--checkpoint", "x.pt"], []):
+        assert main([*args, "--overwrite", *wrong, *lists]) != 0
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and ("--config" in err or "--checkpoint" in err), err
+
+
 def test_student_checkpoint_holds_its_kind_and_logs_durations(taught):
     _, _, student = taught
     payload = load_checkpoint(student / "checkpoints" / "best.pt")

@@ -62,17 +62,34 @@ def cmd_stats(args) -> None:
 
 
 def cmd_durations(args) -> None:
+    from vc.errors import ConfigError
     from vc.fileio import refuse_overwrite
-    from vc.training.durations import extract_durations
 
+    if (args.checkpoint is None) == (not args.dtw):
+        raise ConfigError("vc durations needs --checkpoint (an attention model) or --dtw, not both")
+    if args.dtw and args.config is None:
+        raise ConfigError(
+            "vc durations --dtw needs --config (the student's audio settings and frame stacking)"
+        )
     refuse_overwrite([args.out], args.overwrite)
+    if args.dtw:
+        from vc.config import load_config
+        from vc.training.durations import extract_dtw_durations
 
-    report = extract_durations(
-        args.checkpoint, args.lists, args.features_dir, args.out, progress=not args.no_progress
-    )
+        report = extract_dtw_durations(
+            load_config(args.config), args.lists, args.features_dir, args.out, progress=not args.no_progress
+        )
+        how = "DTW of the pairs' mel-cepstra"
+    else:
+        from vc.training.durations import extract_durations
+
+        report = extract_durations(
+            args.checkpoint, args.lists, args.features_dir, args.out, progress=not args.no_progress
+        )
+        how = f"mean attention on the path {report.sharpness:.3f}"
     print(
-        f"durations: {args.out} ({report.utterances} utterances; mean attention on the path "
-        f"{report.sharpness:.3f}, {100 * report.zero_fraction:.1f} % of encoder steps get no frame)"
+        f"durations: {args.out} ({report.utterances} utterances; {how}, "
+        f"{100 * report.zero_fraction:.1f} % of encoder steps get no frame)"
     )
 
 
@@ -568,13 +585,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="target frames per source step from an attention model, for the non-autoregressive converter",
         description="Teacher-forced alignments of a trained attention model on every pair of the lists, "
         "made monotonic and hard (attention centroids): integer durations per encoder step that sum to each target's frames. "
+        "With --dtw instead, dynamic time warping of each pair's mel-cepstra gives them (no model needed). "
         "Example: vc durations --checkpoint EXP/checkpoints/averaged.pt --features-dir EXP/features "
         "--out EXP/durations.pt data/bdl_slt/train.tsv data/bdl_slt/dev.tsv",
     )
-    durations.add_argument("lists", nargs="+", metavar="LIST", help="pair lists (.tsv)")
     durations.add_argument(
-        "--checkpoint", required=True, help="the attention model (EXP/checkpoints/averaged.pt)"
+        "lists",
+        nargs="+",
+        metavar="LIST",
+        help="pair lists (.tsv); with --dtw the first is the training list",
     )
+    durations.add_argument("--checkpoint", help="the attention model (EXP/checkpoints/averaged.pt)")
+    durations.add_argument(
+        "--dtw", action="store_true", help="durations from DTW of each pair instead of an attention model"
+    )
+    durations.add_argument("--config", help="with --dtw: the student's YAML config (conf/student.yaml)")
     durations.add_argument("--features-dir", required=True, help="feature cache folder (EXP/features)")
     durations.add_argument("--out", required=True, help="durations file to write (EXP/durations.pt)")
     _add_overwrite(durations, "--out file")

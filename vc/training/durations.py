@@ -1,4 +1,4 @@
-"""Durations from the attention model: how many target frames each encoder step becomes.
+"""Durations: how many target frames each encoder step becomes, from the attention model or DTW.
 
 The trained attention model runs teacher-forced over every pair. Its alignment
 (decoder steps x encoder steps) is spread to output frames: frame t sits at the
@@ -14,6 +14,14 @@ same way.
 
     vc durations --checkpoint EXP/checkpoints/averaged.pt --features-dir EXP/features \\
         --out EXP/durations.pt data/bdl_slt/train.tsv data/bdl_slt/dev.tsv
+
+The comparison source needs no model: dynamic time warping of the two recordings'
+mel-cepstra (the DCT of each speaker's normalised log-mels, without c0), the
+alignment a classical GMM converter trains on. Each target frame reads the mean
+source frame the path pairs it with, and the encoder step that holds that frame.
+
+    vc durations --dtw --config conf/student.yaml --features-dir EXP/features \\
+        --out EXP/durations_dtw.pt data/bdl_slt/train.tsv data/bdl_slt/dev.tsv
 """
 
 from __future__ import annotations
@@ -30,11 +38,14 @@ from vc.artifacts.durations import save_durations
 from vc.audio import FeatureStats
 from vc.config import Config
 from vc.errors import CheckpointError
+from vc.evaluation.metrics import dtw
 from vc.model import build_model
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
-from vc.training.data import load_features
+from vc.training.data import compute_stats, load_features
 
 log = logging.getLogger(__name__)
+
+DTW_CEPSTRA = 24  # mel-cepstra c1..c24 for DTW, as the GMM peer's mel-cepstral DTW
 
 
 def frame_alignment(alignment: np.ndarray, frames: int, reduction_factor: int) -> np.ndarray:
@@ -77,10 +88,31 @@ def durations_from_alignment(
     return np.bincount(path, minlength=enc_steps), sharpness
 
 
+def mel_cepstra(log_mels: np.ndarray, order: int = DTW_CEPSTRA) -> np.ndarray:
+    """(T, n_mels) normalised log-mels -> (T, order) cepstra c1..c_order (orthonormal DCT-II, no c0)."""
+    bands = log_mels.shape[1]
+    n = np.arange(bands)
+    basis = np.cos(np.pi / bands * (n[None, :] + 0.5) * np.arange(1, order + 1)[:, None])
+    return (log_mels @ basis.T) * np.sqrt(2.0 / bands)
+
+
+def durations_from_dtw(source: np.ndarray, target: np.ndarray, encoder_reduction_factor: int) -> np.ndarray:
+    """(T_src, n_mels), (T_tgt, n_mels) normalised log-mels -> (ceil(T_src / factor),) durations
+    summing to T_tgt: each target frame goes to the encoder step holding the mean source frame
+    the DTW path pairs it with (monotonic, as the path is)."""
+    factor = encoder_reduction_factor
+    steps = -(-len(source) // factor)
+    path_src, path_tgt, _ = dtw(mel_cepstra(source), mel_cepstra(target))
+    mean_source = np.bincount(path_tgt, weights=path_src) / np.bincount(path_tgt)
+    # Encoder step j stacks source frames j*f .. j*f + f - 1: centres in [j*f - 0.5, j*f + f - 0.5).
+    step = np.clip(np.floor((mean_source + 0.5) / factor).astype(np.int64), 0, steps - 1)
+    return np.bincount(step, minlength=steps)
+
+
 @dataclass
 class DurationReport:
     utterances: int
-    sharpness: float  # mean attention weight on the hard path
+    sharpness: float | None  # mean attention weight on the hard path (None: durations from DTW)
     zero_fraction: float  # encoder steps given no frame
 
 
@@ -150,6 +182,37 @@ def extract_durations(
         report.utterances,
         out,
         report.sharpness,
+        100 * report.zero_fraction,
+    )
+    return report
+
+
+def extract_dtw_durations(
+    config: Config, lists: list[str | Path], features_dir: str | Path, out: str | Path, progress: bool = True
+) -> DurationReport:
+    """DTW durations (durations_from_dtw) of every pair of ``lists`` -> durations file ``out``.
+
+    Each speaker's log-mels are normalised by its statistics over the first list (the training
+    set) before the cepstra, so the path pairs content rather than the two voices' mean spectra."""
+    per_list = [load_features(path, config.audio, features_dir, progress) for path in lists]
+    src_stats, tgt_stats = compute_stats(per_list[0])
+    features = {utt: pair for found in per_list for utt, pair in found.items()}
+    factor = config.model.encoder_reduction_factor
+    durations = {}
+    for utt in show_progress(features, desc="durations", unit="utt", disable=not progress):
+        src, tgt = features[utt]
+        found = durations_from_dtw(src_stats.normalize(src), tgt_stats.normalize(tgt), factor)
+        durations[utt] = torch.from_numpy(found.astype(np.int32))
+    report = DurationReport(
+        utterances=len(durations),
+        sharpness=None,
+        zero_fraction=float(np.mean(np.concatenate([(d == 0).numpy() for d in durations.values()]))),
+    )
+    save_durations(out, durations, config, "dtw", report)
+    log.info(
+        "DTW durations of %d utterances -> %s: %.1f %% of encoder steps get no frame",
+        report.utterances,
+        out,
         100 * report.zero_fraction,
     )
     return report
