@@ -103,3 +103,20 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "durations: already done" in again.stdout
         and "average the attention model: already done" in again.stdout
     )
+    # --durations dtw: the student trains again on DTW's durations; the teacher stays as it was
+    teacher_mtime = (exp / "checkpoints" / "averaged.pt").stat().st_mtime_ns
+    dtw = subprocess.run(
+        [*command, "--stage", "3", "--stop_stage", "3", "--durations", "dtw"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert dtw.returncode == 0, dtw.stdout[-3000:] + dtw.stderr[-3000:]
+    assert "durations from DTW" in dtw.stdout and (exp / "durations_dtw.pt").is_file()
+    assert "train the attention model: already done" in dtw.stdout
+    # trained again from step 0 (not resumed from the old student's last snapshot), not skipped
+    assert "train the non-autoregressive converter (" in dtw.stdout
+    assert "from step 0" in (exp / "logs" / "stage3_student.log").read_text()
+    assert f"durations: {exp / 'durations_dtw.pt'}" in (exp / "student" / "config.yaml").read_text()
+    assert (exp / "checkpoints" / "averaged.pt").stat().st_mtime_ns == teacher_mtime

@@ -79,10 +79,19 @@ def test_dtw_durations_need_no_model_and_fit_the_features(taught, tmp_path, caps
     for path in lists:
         features.update(load_features(path, config.audio, config.data.cache_dir, progress=False))
     check_durations(durations, features, config.model.encoder_reduction_factor)
-    for wrong in (["--dtw"], ["--dtw", "--config", str(tmp / "teacher.yaml"), "--checkpoint", "x.pt"], []):
+    # --set overrides the config: one step per source frame
+    assert main([*args, "--overwrite", "--dtw", "--config", str(tmp / "teacher.yaml"), *lists,
+                 "--set", "model.encoder_reduction_factor=1"]) == 0  # fmt: skip
+    check_durations(load_durations(out, 1), features, 1)
+    for wrong in (
+        ["--dtw"],
+        ["--dtw", "--config", str(tmp / "teacher.yaml"), "--checkpoint", "x.pt"],
+        [],
+        ["--checkpoint", "x.pt", "--set", "model.encoder_reduction_factor=1"],
+    ):
         assert main([*args, "--overwrite", *wrong, *lists]) != 0
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and ("--config" in err or "--checkpoint" in err), err
+        assert err.count("\n") == 1 and ("--config" in err or "--checkpoint" in err or "--set" in err), err
 
 
 def test_student_checkpoint_holds_its_kind_and_logs_durations(taught):

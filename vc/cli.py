@@ -71,13 +71,19 @@ def cmd_durations(args) -> None:
         raise ConfigError(
             "vc durations --dtw needs --config (the student's audio settings and frame stacking)"
         )
+    if args.set_overrides and not args.dtw:
+        raise ConfigError("vc durations: --set goes with --dtw (an attention model's config is its own)")
     refuse_overwrite([args.out], args.overwrite)
     if args.dtw:
         from vc.config import load_config
         from vc.training.durations import extract_dtw_durations
 
         report = extract_dtw_durations(
-            load_config(args.config), args.lists, args.features_dir, args.out, progress=not args.no_progress
+            load_config(args.config, args.set_overrides),
+            args.lists,
+            args.features_dir,
+            args.out,
+            progress=not args.no_progress,
         )
         how = "DTW of the pairs' mel-cepstra"
     else:
@@ -600,6 +606,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--dtw", action="store_true", help="durations from DTW of each pair instead of an attention model"
     )
     durations.add_argument("--config", help="with --dtw: the student's YAML config (conf/student.yaml)")
+    durations.add_argument(
+        "--set",
+        dest="set_overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --dtw: an override of that config, e.g. model.encoder_reduction_factor=1 (repeatable)",
+    )
     durations.add_argument("--features-dir", required=True, help="feature cache folder (EXP/features)")
     durations.add_argument("--out", required=True, help="durations file to write (EXP/durations.pt)")
     _add_overwrite(durations, "--out file")

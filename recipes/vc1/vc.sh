@@ -26,6 +26,8 @@
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
 #          --student_conf YAML (stage 3's non-autoregressive converter, e.g. conf/student.yaml; default none:
 #          the attention model is the model, until the student beats it on the listener proxies)
+#          --durations attention|dtw (where the student's durations come from: the attention model's
+#          alignments, default, or DTW of each pair, vc durations --dtw -> EXP/durations_dtw.pt)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 20)
 #          --unseen_voices NAME,NAME (stage 8's voices, e.g. slt-as-source,flite-kal16; default all)
@@ -46,6 +48,7 @@ src=bdl
 tgt=slt
 conf=conf/default.yaml
 student_conf=none
+durations=attention
 tag=""
 work=.
 data_prep_args=""
@@ -62,7 +65,7 @@ overrides=()
 student_overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -77,6 +80,7 @@ done
 for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures"; do
     [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage, --average and --gmm_* take a number, got '$n'" >&2; exit 2; }
 done
+[ "$durations" = attention ] || [ "$durations" = dtw ] || { echo "vc.sh: --durations takes attention or dtw, got '$durations'" >&2; exit 2; }
 [ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
 [ "$average" != 1 ] || { echo "vc.sh: --average takes 0 (off) or at least 2 snapshots, got 1" >&2; exit 2; }
 command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
@@ -144,17 +148,34 @@ train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     train_and_average "the attention model" "$exp" "$conf" stage3 "${args[@]}"
     if [ -n "$student_exp" ]; then
-        # The student learns the timing the teacher reads: new teacher weights, new durations, new student.
-        if [ ! -f "$exp/durations.pt" ] || [ "$exp/durations.pt" -ot "$teacher" ]; then
+        # The student learns the timing it is given: new durations, a new student (from step 0: the old
+        # student's snapshots learned other timing, so they are not resumed).
+        new_student() { rm -rf "$student_exp/.train_done" "$student_exp/checkpoints"; }
+        if [ "$durations" = dtw ]; then
+            durations_file=$exp/durations_dtw.pt
+            if [ -f "$durations_file" ]; then
+                echo "=== stage 3: durations (DTW): already done ($durations_file)"
+            else
+                echo "=== stage 3: durations from DTW of each pair ($(date '+%H:%M:%S'))"
+                new_student
+                sets=()  # the student's overrides (its frame stacking decides what a step is)
+                for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
+                vc durations --dtw --config "$student_conf" --features-dir "$exp/features" --out "$durations_file" \
+                    "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 \
+                    | tee "$logs/stage3_durations.log"
+            fi
+        elif [ ! -f "$exp/durations.pt" ] || [ "$exp/durations.pt" -ot "$teacher" ]; then
+            durations_file=$exp/durations.pt
             echo "=== stage 3: durations from the attention model ($(date '+%H:%M:%S'))"
-            rm -f "$student_exp/.train_done"
-            vc durations --checkpoint "$teacher" --features-dir "$exp/features" --out "$exp/durations.pt" --overwrite \
+            new_student
+            vc durations --checkpoint "$teacher" --features-dir "$exp/features" --out "$durations_file" --overwrite \
                 "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 | tee "$logs/stage3_durations.log"
         else
-            echo "=== stage 3: durations: already done ($exp/durations.pt)"
+            durations_file=$exp/durations.pt
+            echo "=== stage 3: durations: already done ($durations_file)"
         fi
         train_and_average "the non-autoregressive converter" "$student_exp" "$student_conf" stage3_student \
-            "${lists[@]}" "data.cache_dir=$exp/features" "data.durations=$exp/durations.pt" \
+            "${lists[@]}" "data.cache_dir=$exp/features" "data.durations=$durations_file" \
             "${student_overrides[@]+"${student_overrides[@]}"}"
     fi
 fi
