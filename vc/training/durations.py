@@ -109,6 +109,11 @@ def durations_from_dtw(source: np.ndarray, target: np.ndarray, encoder_reduction
     return np.bincount(step, minlength=steps)
 
 
+def empty_step_share(durations: dict[str, torch.Tensor]) -> float:
+    """The share of encoder steps, over all utterances, that get no frame."""
+    return float(np.mean(np.concatenate([(d == 0).numpy() for d in durations.values()])))
+
+
 @dataclass
 class DurationReport:
     utterances: int
@@ -167,7 +172,7 @@ def extract_durations(
     report = DurationReport(
         utterances=len(durations),
         sharpness=float(np.mean(sharpness)),
-        zero_fraction=float(np.mean(np.concatenate([(d == 0).numpy() for d in durations.values()]))),
+        zero_fraction=empty_step_share(durations),
     )
     save_durations(out, durations, config, str(checkpoint), report)
     if report.zero_fraction > 0.3:  # an aligned teacher on ARCTIC leaves about 1 %
@@ -206,7 +211,7 @@ def extract_dtw_durations(
     report = DurationReport(
         utterances=len(durations),
         sharpness=None,
-        zero_fraction=float(np.mean(np.concatenate([(d == 0).numpy() for d in durations.values()]))),
+        zero_fraction=empty_step_share(durations),
     )
     save_durations(out, durations, config, "dtw", report)
     log.info(
