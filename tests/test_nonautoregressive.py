@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.helpers import tiny_config
-from vc.config import InferenceConfig
+from vc.config import AudioConfig, InferenceConfig
 from vc.model import NonAutoregressiveVC, build_model
 from vc.model.nonautoregressive import cap_durations, length_regulate, predicted_durations
 from vc.training.durations import (
@@ -15,7 +15,6 @@ from vc.training.durations import (
     durations_from_dtw,
     frame_alignment,
     frame_positions,
-    mel_cepstra,
 )
 from vc.training.losses import duration_loss, student_losses
 
@@ -187,15 +186,6 @@ def test_durations_of_a_two_frames_per_step_diagonal_are_even():
     assert (durations[1:-1] == 2).mean() > 0.8, durations
 
 
-def test_mel_cepstra_are_the_orthonormal_dct_without_c0():
-    log_mels = np.random.default_rng(0).normal(size=(5, 16))
-    cepstra = mel_cepstra(log_mels, order=15)
-    assert cepstra.shape == (5, 15)
-    # orthonormal: with c0 (the band mean) the energy is the log-mels'
-    c0 = log_mels.mean(axis=1) * np.sqrt(16)
-    np.testing.assert_allclose(np.square(cepstra).sum(axis=1) + c0**2, np.square(log_mels).sum(axis=1))
-
-
 def sounds(rng, count: int, bands: int = 20) -> np.ndarray:
     """count distinct random spectra, one per 'phone'."""
     return rng.normal(size=(count, bands)) * 2
@@ -209,7 +199,7 @@ def test_dtw_durations_recover_a_known_timing(factor):
     src_frames, tgt_frames = rng.integers(1, 4, size=12) * factor, rng.integers(1, 6, size=12)
     source = np.repeat(phones, src_frames, axis=0) + rng.normal(size=(src_frames.sum(), 20)) * 0.05
     target = np.repeat(phones, tgt_frames, axis=0) * 1.5 + 0.3  # another voice: other gain and offset
-    durations = durations_from_dtw(source, target, factor)
+    durations = durations_from_dtw(source, target, factor, AudioConfig())
     assert durations.shape == (-(-len(source) // factor),)
     assert durations.sum() == len(target)
     # each phone's source steps get its target frames (steps are whole phones: src_frames % factor == 0)
@@ -220,7 +210,7 @@ def test_dtw_durations_recover_a_known_timing(factor):
 def test_dtw_durations_of_an_odd_source_cover_its_last_step():
     rng = np.random.default_rng(2)
     source = sounds(rng, 7)
-    durations = durations_from_dtw(source, np.repeat(source, 2, axis=0), 2)
+    durations = durations_from_dtw(source, np.repeat(source, 2, axis=0), 2, AudioConfig())
     assert durations.shape == (4,) and durations.sum() == 14 and durations[-1] == 2
 
 

@@ -151,27 +151,22 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         # The student learns the timing it is given: new durations, a new student (from step 0: the old
         # student's snapshots learned other timing, so they are not resumed).
         new_student() { rm -rf "$student_exp/.train_done" "$student_exp/checkpoints"; }
-        if [ "$durations" = dtw ]; then
-            durations_file=$exp/durations_dtw.pt
-            if [ -f "$durations_file" ]; then
-                echo "=== stage 3: durations (DTW): already done ($durations_file)"
-            else
-                echo "=== stage 3: durations from DTW of each pair ($(date '+%H:%M:%S'))"
-                new_student
-                sets=()  # the student's overrides (its frame stacking decides what a step is)
-                for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
-                vc durations --dtw --config "$student_conf" --features-dir "$exp/features" --out "$durations_file" \
-                    "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 \
-                    | tee "$logs/stage3_durations.log"
-            fi
-        elif [ ! -f "$exp/durations.pt" ] || [ "$exp/durations.pt" -ot "$teacher" ]; then
-            durations_file=$exp/durations.pt
+        durations_file=$exp/durations.pt
+        [ "$durations" = attention ] || durations_file=$exp/durations_dtw.pt
+        if [ "$durations" = dtw ] && [ ! -f "$durations_file" ]; then
+            echo "=== stage 3: durations from DTW of each pair ($(date '+%H:%M:%S'))"
+            new_student
+            sets=()  # the student's overrides (its frame stacking decides what a step is)
+            for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
+            vc durations --dtw --config "$student_conf" --features-dir "$exp/features" --out "$durations_file" \
+                "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 \
+                | tee "$logs/stage3_durations.log"
+        elif [ "$durations" = attention ] && { [ ! -f "$durations_file" ] || [ "$durations_file" -ot "$teacher" ]; }; then
             echo "=== stage 3: durations from the attention model ($(date '+%H:%M:%S'))"
             new_student
             vc durations --checkpoint "$teacher" --features-dir "$exp/features" --out "$durations_file" --overwrite \
                 "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 | tee "$logs/stage3_durations.log"
         else
-            durations_file=$exp/durations.pt
             echo "=== stage 3: durations: already done ($durations_file)"
         fi
         train_and_average "the non-autoregressive converter" "$student_exp" "$student_conf" stage3_student \

@@ -16,7 +16,7 @@ same way.
         --out EXP/durations.pt data/bdl_slt/train.tsv data/bdl_slt/dev.tsv
 
 The comparison source needs no model: dynamic time warping of the two recordings'
-mel-cepstra (the DCT of each speaker's normalised log-mels, without c0), the
+mel-cepstra (the DCT of each speaker's normalised log-mels, c1..c24), the
 alignment a classical GMM converter trains on. Each target frame reads the mean
 source frame the path pairs it with, and the encoder step that holds that frame.
 
@@ -36,16 +36,15 @@ import torch
 from vc.artifacts.checkpoint import load_checkpoint, private_rng
 from vc.artifacts.durations import save_durations
 from vc.audio import FeatureStats
-from vc.config import Config
+from vc.config import AudioConfig, Config
 from vc.errors import CheckpointError
 from vc.evaluation.metrics import dtw
 from vc.model import build_model
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.training.data import compute_stats, load_features
+from vc.training.selection import log_mel_cepstrum
 
 log = logging.getLogger(__name__)
-
-DTW_CEPSTRA = 24  # mel-cepstra c1..c24 for DTW, as the GMM peer's mel-cepstral DTW
 
 
 def frame_alignment(alignment: np.ndarray, frames: int, reduction_factor: int) -> np.ndarray:
@@ -88,21 +87,16 @@ def durations_from_alignment(
     return np.bincount(path, minlength=enc_steps), sharpness
 
 
-def mel_cepstra(log_mels: np.ndarray, order: int = DTW_CEPSTRA) -> np.ndarray:
-    """(T, n_mels) normalised log-mels -> (T, order) cepstra c1..c_order (orthonormal DCT-II, no c0)."""
-    bands = log_mels.shape[1]
-    n = np.arange(bands)
-    basis = np.cos(np.pi / bands * (n[None, :] + 0.5) * np.arange(1, order + 1)[:, None])
-    return (log_mels @ basis.T) * np.sqrt(2.0 / bands)
-
-
-def durations_from_dtw(source: np.ndarray, target: np.ndarray, encoder_reduction_factor: int) -> np.ndarray:
+def durations_from_dtw(
+    source: np.ndarray, target: np.ndarray, encoder_reduction_factor: int, audio: AudioConfig
+) -> np.ndarray:
     """(T_src, n_mels), (T_tgt, n_mels) normalised log-mels -> (ceil(T_src / factor),) durations
     summing to T_tgt: each target frame goes to the encoder step holding the mean source frame
-    the DTW path pairs it with (monotonic, as the path is)."""
+    the DTW path pairs it with (monotonic, as the path is). The cepstra are the checkpoint
+    selection's (c1..c24 of the log-mels); their scale, one constant, leaves the path as it is."""
     factor = encoder_reduction_factor
     steps = -(-len(source) // factor)
-    path_src, path_tgt, _ = dtw(mel_cepstra(source), mel_cepstra(target))
+    path_src, path_tgt, _ = dtw(log_mel_cepstrum(source, audio), log_mel_cepstrum(target, audio))
     mean_source = np.bincount(path_tgt, weights=path_src) / np.bincount(path_tgt)
     # Encoder step j stacks source frames j*f .. j*f + f - 1: centres in [j*f - 0.5, j*f + f - 0.5).
     step = np.clip(np.floor((mean_source + 0.5) / factor).astype(np.int64), 0, steps - 1)
@@ -206,7 +200,7 @@ def extract_dtw_durations(
     durations = {}
     for utt in show_progress(features, desc="durations", unit="utt", disable=not progress):
         src, tgt = features[utt]
-        found = durations_from_dtw(src_stats.normalize(src), tgt_stats.normalize(tgt), factor)
+        found = durations_from_dtw(src_stats.normalize(src), tgt_stats.normalize(tgt), factor, config.audio)
         durations[utt] = torch.from_numpy(found.astype(np.int32))
     report = DurationReport(
         utterances=len(durations),
