@@ -37,7 +37,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "2",
         "--unseen_voices",
         "slt-as-source,bdl-x1.19,espeak-scot-f3",  # a real, a transformed and a synthetic voice
-        "--student_conf",
+        "--student_conf",  # the default model kind (conf/student.yaml), CI's size
         "conf/ci_student.yaml",
         "--gmm_pairs",
         "3",
@@ -54,8 +54,11 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     # the teacher's and the student's means of their last snapshots (both configs save steps 2 and 4)
     assert "2 checkpoints, steps 2, 4" in (exp / "logs" / "stage3_average.log").read_text()
     assert (exp / "checkpoints" / "averaged.pt").is_file()
-    # the student learns from the teacher's durations; stages 4-8 use its averaged snapshots
+    # the student (the default model) learns DTW's durations; stages 4-8 use its averaged snapshots
     assert "durations: " in (exp / "logs" / "stage3_durations.log").read_text()
+    assert f"durations: {exp / 'durations_dtw.pt'}" in (exp / "student" / "config.yaml").read_text()
+    # as a teacher the attention model trains --teacher_minutes (default 14), not its config's limit
+    assert "max_minutes: 14" in (exp / "config.yaml").read_text()
     averaged = exp / "student" / "checkpoints" / "averaged.pt"
     assert (
         averaged.is_file()
@@ -103,20 +106,39 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "durations: already done" in again.stdout
         and "average the attention model: already done" in again.stdout
     )
-    # --durations dtw: the student trains again on DTW's durations; the teacher stays as it was
+    # --durations attention: the student trains again on the teacher's durations; the teacher stays as it was
     teacher_mtime = (exp / "checkpoints" / "averaged.pt").stat().st_mtime_ns
-    dtw = subprocess.run(
-        [*command, "--stage", "3", "--stop_stage", "3", "--durations", "dtw"],
+    taught = subprocess.run(
+        [*command, "--stage", "3", "--stop_stage", "3", "--durations", "attention"],
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )
-    assert dtw.returncode == 0, dtw.stdout[-3000:] + dtw.stderr[-3000:]
-    assert "durations from DTW" in dtw.stdout and (exp / "durations_dtw.pt").is_file()
-    assert "train the attention model: already done" in dtw.stdout
+    assert taught.returncode == 0, taught.stdout[-3000:] + taught.stderr[-3000:]
+    assert "durations from the attention model" in taught.stdout and (exp / "durations.pt").is_file()
+    assert "train the attention model: already done" in taught.stdout
     # trained again from step 0 (not resumed from the old student's last snapshot), not skipped
-    assert "train the non-autoregressive converter (" in dtw.stdout
+    assert "train the non-autoregressive converter (" in taught.stdout
     assert "from step 0" in (exp / "logs" / "stage3_student.log").read_text()
-    assert f"durations: {exp / 'durations_dtw.pt'}" in (exp / "student" / "config.yaml").read_text()
+    assert f"durations: {exp / 'durations.pt'}" in (exp / "student" / "config.yaml").read_text()
     assert (exp / "checkpoints" / "averaged.pt").stat().st_mtime_ns == teacher_mtime
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (
+            ["--teacher_minutes", "ten"],
+            "--stage, --stop_stage, --average, --teacher_minutes and --gmm_* take a number, got 'ten'",
+        ),
+        (["--durations", "viterbi"], "--durations takes attention or dtw, got 'viterbi'"),
+        (["--student_conf", "conf/nope.yaml"], "student config not found: conf/nope.yaml"),
+    ],
+)
+def test_a_bad_option_is_one_line_and_status_2_before_any_stage(tmp_path, option, message):
+    done = subprocess.run(
+        [str(RUN), "--work", str(tmp_path), *option], env=venv_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 2 and done.stderr.strip() == f"vc.sh: {message}"
+    assert not (tmp_path / "data").exists() and done.stdout == ""

@@ -5,10 +5,11 @@
 #   2 statistics   per-speaker mean/variance from the training set -> stats.json
 #   3 train        the attention model (the teacher; TensorBoard in EXP/tensorboard), then vc average: the
 #                  mean weights of its last --average snapshots -> EXP/checkpoints/averaged.pt; vc durations:
-#                  its teacher-forced alignments as frames per source step -> EXP/durations.pt; then the
-#                  non-autoregressive converter (the student, --student_conf) on those durations, averaged the
-#                  same way -> EXP/student/checkpoints/averaged.pt, the model every later stage uses
-#                  (without --student_conf the attention model is the model)
+#                  frames per source step, from DTW of each pair (-> EXP/durations_dtw.pt) or the teacher's
+#                  alignments (--durations attention -> EXP/durations.pt); then the non-autoregressive
+#                  converter (the student, --student_conf) on those durations, averaged the same way ->
+#                  EXP/student/checkpoints/averaged.pt, the model every later stage uses (with
+#                  --student_conf none the attention model is the model)
 #   4 vocoder      mel -> linear magnitude network for Griffin-Lim, on the target's training recordings
 #                  and the model's teacher-forced mels -> checkpoints/mel2linear.pt beside the model (and a
 #                  copy beside the teacher); with --postfilter_minutes > 0 the GAN post-filter that sharpens
@@ -24,10 +25,12 @@
 #                  as input, TTS voices, the source sped up 1.19x) read the first --unseen_utts eval prompts;
 #                  each is converted and scored -> EXP/unseen_scores.txt (seen vs unseen rows)
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
-#          --student_conf YAML (stage 3's non-autoregressive converter, e.g. conf/student.yaml; default none:
-#          the attention model is the model, until the student beats it on the listener proxies)
-#          --durations attention|dtw (where the student's durations come from: the attention model's
-#          alignments, default, or DTW of each pair, vc durations --dtw -> EXP/durations_dtw.pt)
+#          --student_conf YAML (stage 3's non-autoregressive converter, the model; default conf/student.yaml;
+#          none: the attention model alone is the model)
+#          --durations dtw|attention (where the student's durations come from: DTW of each pair, default,
+#          vc durations --dtw; or the attention model's alignments, vc durations --checkpoint)
+#          --teacher_minutes N (the attention model's time limit when a student is the model; default 14;
+#          0: its config's train.max_minutes; a trailing train.max_minutes=N wins over both)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 20)
 #          --unseen_voices NAME,NAME (stage 8's voices, e.g. slt-as-source,flite-kal16; default all)
@@ -47,8 +50,9 @@ db_root=""
 src=bdl
 tgt=slt
 conf=conf/default.yaml
-student_conf=none
-durations=attention
+student_conf=conf/student.yaml
+durations=dtw
+teacher_minutes=14
 tag=""
 work=.
 data_prep_args=""
@@ -65,7 +69,7 @@ overrides=()
 student_overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--teacher_minutes|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -77,8 +81,8 @@ while [ $# -gt 0 ]; do
 done
 [ -f "$conf" ] || { echo "vc.sh: config not found: $conf" >&2; exit 2; }
 [ "$student_conf" = none ] || [ -f "$student_conf" ] || { echo "vc.sh: student config not found: $student_conf" >&2; exit 2; }
-for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures"; do
-    [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage, --average and --gmm_* take a number, got '$n'" >&2; exit 2; }
+for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures" "$teacher_minutes"; do
+    [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage, --average, --teacher_minutes and --gmm_* take a number, got '$n'" >&2; exit 2; }
 done
 [ "$durations" = attention ] || [ "$durations" = dtw ] || { echo "vc.sh: --durations takes attention or dtw, got '$durations'" >&2; exit 2; }
 [ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
@@ -146,7 +150,10 @@ train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's
     fi
 }
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
-    train_and_average "the attention model" "$exp" "$conf" stage3 "${args[@]}"
+    # As a teacher the attention model gets fewer minutes: the student is the model (docs/results.md).
+    teacher_args=("${lists[@]}")
+    [ -z "$student_exp" ] || [ "$teacher_minutes" = 0 ] || teacher_args+=("train.max_minutes=$teacher_minutes")
+    train_and_average "the attention model" "$exp" "$conf" stage3 "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}"
     if [ -n "$student_exp" ]; then
         # The student learns the timing it is given: new durations, a new student (from step 0: the old
         # student's snapshots learned other timing, so they are not resumed).
