@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -293,6 +294,46 @@ def test_train_frees_only_a_process_group_it_created(tmp_path):
     finally:
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
+
+
+def test_training_normalises_sources_as_conversion_will(tmp_path):
+    """inference.source_normalization=utterance: each training source is centred on its own per-band
+    mean, as vc convert will centre its inputs; the speaker's statistics still set the scale."""
+    config = tiny_training_config(tmp_path)
+    items = {}
+    for mode in ("speaker", "utterance"):
+        tuned = config.with_overrides([f"inference.source_normalization={mode}"])
+        trainer = Trainer(tuned, tmp_path / mode, progress=False)
+        items[mode] = [trainer.train_set[k][1] for k in range(len(trainer.train_set))]
+        trainer.close()
+    # by the speaker's mean, an utterance is not centred (its words and level move its mean) ...
+    assert max(float(src.mean(dim=0).abs().max()) for src in items["speaker"]) > 0.05
+    for by_speaker, by_utterance in zip(items["speaker"], items["utterance"], strict=True):
+        # ... by its own it is: the same frames less their mean, scaled alike
+        torch.testing.assert_close(by_utterance, by_speaker - by_speaker.mean(dim=0), atol=1e-4, rtol=0)
+
+
+def test_a_many_voice_list_keeps_the_source_speakers_statistics_and_codebook(tmp_path):
+    """data.stats_list: other voices in the training list do not move the statistics or the warp
+    codebook, which describe the source speaker that conversion warps and normalises inputs toward."""
+    config = tiny_training_config(tmp_path)
+    speaker = (tmp_path / "train.tsv").read_text()
+    other = "".join(f"other{k}\ttgt{k}.wav\ttgt{k}.wav\n" for k in range(4))  # a voice a fifth higher
+    (tmp_path / "many.tsv").write_text(speaker + other)
+    many = f"data.train_list={tmp_path / 'many.tsv'}"
+    found = {}
+    for name, overrides in {
+        "speaker only": [],
+        "many, stats_list": [many, f"data.stats_list={tmp_path / 'train.tsv'}"],
+        "many": [many],
+    }.items():
+        trainer = Trainer(config.with_overrides(overrides), tmp_path / name, progress=False)
+        assert len(trainer.train_set) == (8 if overrides else 4)
+        found[name] = (trainer.src_stats.mean, trainer.source_codebook.centroids)
+        trainer.close()
+    for ours, theirs in zip(found["many, stats_list"], found["speaker only"], strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    assert not np.allclose(found["many"][0], found["speaker only"][0], atol=1e-3)
 
 
 def test_linear_decay_falls_to_zero_at_the_end_of_the_budget():

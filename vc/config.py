@@ -92,9 +92,10 @@ class InferenceConfig:
     window_backward: int = 2
     window_forward: int = 6
     # How inputs are normalised before the encoder: "speaker" subtracts the training source speaker's
-    # per-band mean (as in training); "utterance" subtracts each input's own per-band mean instead,
-    # so a voice or microphone with another average spectrum reaches the encoder centred like the
-    # source speaker's speech (both divide by the source speaker's deviation).
+    # per-band mean; "utterance" subtracts each input's own per-band mean instead, so a voice or
+    # microphone with another average spectrum reaches the encoder centred like the source speaker's
+    # speech (both divide by the source speaker's deviation). Training normalises its sources the
+    # same way, so the setting a model trained with is the one it converts best with.
     source_normalization: str = "speaker"
     # "auto" warps each input's frequency axis toward the training source speaker first (vocal
     # tract length normalisation, vc/audio/voice_warp.py) when the model holds that speaker's codebook
@@ -126,8 +127,12 @@ class DataConfig:
     train_list: str = ""
     dev_list: str = ""
     cache_dir: str = ""  # defaults to EXP/features
-    # Non-autoregressive converter only: the durations file `vc durations` wrote from the attention
-    # model's alignments (every train and dev utterance).
+    # The source speaker's pairs, when the training list holds other voices too (many-to-one training):
+    # the input statistics and the warp codebook (vc/audio/voice_warp.py) come from its sources.
+    # Empty: from the training list.
+    stats_list: str = ""
+    # Non-autoregressive converter only: the durations file `vc durations` wrote (every train and dev
+    # utterance).
     durations: str = ""
     batch_size: int = 32
     num_workers: int = 0

@@ -32,8 +32,10 @@
 #          --teacher_minutes N (the attention model's time limit when a student is the model; default 14;
 #          0: its config's train.max_minutes; a trailing train.max_minutes=N wins over both)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
-#          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 20)
-#          --unseen_voices NAME,NAME (stage 8's voices, e.g. slt-as-source,flite-kal16; default all)
+#          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 100: all
+#          of ARCTIC's eval prompts, as fewer leave about +-8 WER points of noise)
+#          --unseen_voices NAME,NAME|all (stage 8's voices; default TGT-as-source,festival-kal,flite-rms, the
+#          bundled model's held-out voices; all: every voice stage 8 makes, e.g. other ARCTIC speakers)
 #          --tts_voices yes (many-to-one: stage 0 also has local/tts_voices.py's TTS voices read the train
 #          and dev prompts, and the models train on DATA_tts/, those pairs beside the source's; default no)
 #          --postfilter_minutes N (stage 4's post-filter time limit; default 6; 0: no post-filter)
@@ -58,8 +60,8 @@ work=.
 data_prep_args=""
 vocoder_minutes=8
 postfilter_minutes=6
-unseen_utts=20
-unseen_voices=all
+unseen_utts=100
+unseen_voices=""  # after the options: it names --tgt
 tts_voices=no
 average=3
 gmm_pairs=120
@@ -86,6 +88,7 @@ for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures" "$teache
 done
 [ "$durations" = attention ] || [ "$durations" = dtw ] || { echo "vc.sh: --durations takes attention or dtw, got '$durations'" >&2; exit 2; }
 [ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
+[ -n "$unseen_voices" ] || unseen_voices=$tgt-as-source,festival-kal,flite-rms
 [ "$average" != 1 ] || { echo "vc.sh: --average takes 0 (off) or at least 2 snapshots, got 1" >&2; exit 2; }
 command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
 
@@ -98,6 +101,8 @@ mkdir -p "$logs"
 train_data=$data
 [ "$tts_voices" = no ] || train_data=${data}_tts
 lists=("data.train_list=$train_data/train.tsv" "data.dev_list=$train_data/dev.tsv")
+# The source speaker's statistics and warp codebook come from its own pairs, not the other voices'.
+[ "$tts_voices" = no ] || lists+=("data.stats_list=$data/train.tsv")
 args=("${lists[@]}" "${overrides[@]+"${overrides[@]}"}")
 # The attention model (the teacher). Averaging the last snapshots narrows what the training seed does: five
 # runs scored 58.0-66.7 % WER from best.pt, 60.4-62.9 % averaged, at about the same mean (docs/ablation.md).

@@ -232,6 +232,21 @@ class FeatureStats:
         mean, std = self._like(feat)
         return (feat - mean) / std
 
+    def normalize_source(self, feat, lens=None, per_utterance: bool = False):
+        """An encoder's input: ``normalize``, or with ``per_utterance`` each utterance's own per-band
+        mean subtracted instead of the speaker's (inference.source_normalization: utterance), so a
+        voice or microphone with another average spectrum arrives centred as the speaker's speech does.
+        ``feat``: (frames, n_mels), or (B, T, n_mels) padded with (B,) ``lens`` (padding comes out 0).
+        """
+        if not per_utterance:
+            return self.normalize(feat)
+        _, std = self._like(feat)
+        if lens is None:
+            return (feat - feat.mean(0, keepdims=True)) / std
+        valid = (torch.arange(feat.shape[1], device=feat.device)[None, :] < lens[:, None]).unsqueeze(-1)
+        mean = (feat * valid).sum(dim=1, keepdim=True) / lens[:, None, None].to(feat.dtype)
+        return (feat - mean) / std * valid
+
     def denormalize(self, feat):
         mean, std = self._like(feat)
         return feat * std + mean

@@ -73,6 +73,11 @@ def require_lists(config) -> tuple[str, str]:
     return config.data.train_list, config.data.dev_list
 
 
+def speaker_list(config) -> str:
+    """The list whose sources define the source speaker: data.stats_list, else the training list."""
+    return config.data.stats_list or require_lists(config)[0]
+
+
 def feature_cache_dir(config, out_dir: str | Path) -> Path:
     """data.cache_dir, or EXP/features by default."""
     return Path(config.data.cache_dir) if config.data.cache_dir else Path(out_dir) / "features"
@@ -88,12 +93,13 @@ def compute_stats(features: Features) -> tuple[FeatureStats, FeatureStats]:
 def speaker_stats(
     config, out_dir: str | Path, progress: bool = True, features: Features | None = None
 ) -> tuple[FeatureStats, FeatureStats]:
-    """Statistics of the training list, kept in EXP/stats.json.
+    """Statistics of the training list (or data.stats_list), kept in EXP/stats.json.
 
     The file names the feature cache it was computed from; when that cache
     changes (another list, other audio settings) the statistics are recomputed.
+    ``features``: that list's, when already loaded.
     """
-    list_path = Path(require_lists(config)[0])
+    list_path = Path(speaker_list(config))
     cache = cache_path(list_path, config.audio, feature_cache_dir(config, out_dir))
     path = Path(out_dir) / "stats.json"
     if path.is_file():
@@ -113,7 +119,8 @@ class ParallelDataset(torch.utils.data.Dataset):
     """Normalised (utt_id, source, target[, durations]) tensors, in a fixed (sorted id) order.
 
     ``durations``: utt_id -> (N,) target frames per encoder step (vc.training.durations), for the
-    non-autoregressive converter; every item then carries its row.
+    non-autoregressive converter; every item then carries its row. ``per_utterance``: sources are
+    centred on their own mean (inference.source_normalization: utterance), as conversion will do.
     """
 
     def __init__(
@@ -122,11 +129,12 @@ class ParallelDataset(torch.utils.data.Dataset):
         src_stats: FeatureStats,
         tgt_stats: FeatureStats,
         durations: dict[str, torch.Tensor] | None = None,
+        per_utterance: bool = False,
     ):
         self.ids = sorted(features)
         self.items = [
             (
-                torch.from_numpy(src_stats.normalize(features[i][0])),
+                torch.from_numpy(src_stats.normalize_source(features[i][0], per_utterance=per_utterance)),
                 torch.from_numpy(tgt_stats.normalize(features[i][1])),
                 *((durations[i].long(),) if durations is not None else ()),
             )

@@ -40,6 +40,7 @@ from vc.training.data import (
     feature_cache_dir,
     load_features,
     require_lists,
+    speaker_list,
     speaker_stats,
 )
 from vc.training.losses import student_losses, teacher_forced_losses
@@ -140,8 +141,10 @@ class Trainer:
         if not self.is_main:
             train, dev = self._features_and_stats(progress=False)
         self.durations = self._durations(train, dev)
-        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, self.durations)
-        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, self.durations)
+        # Sources normalised as conversion will normalise them (inference.source_normalization).
+        per_utterance = self.config.inference.source_normalization == "utterance"
+        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, self.durations, per_utterance)
+        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, self.durations, per_utterance)
         augment = self.config.augment
         self.augment = (
             SourceAugment(augment, self.config.audio, self.src_stats) if augment.probability > 0 else None
@@ -163,10 +166,16 @@ class Trainer:
     def _features_and_stats(self, progress: bool):
         audio, cache_dir = self.config.audio, feature_cache_dir(self.config, self.out_dir)
         train, dev = (load_features(path, audio, cache_dir, progress) for path in require_lists(self.config))
-        self.src_stats, self.tgt_stats = speaker_stats(self.config, self.out_dir, features=train)
+        # The source speaker's pairs: the training list's, or data.stats_list's when it holds other voices too.
+        speaker = (
+            train
+            if not self.config.data.stats_list
+            else load_features(speaker_list(self.config), audio, cache_dir, progress)
+        )
+        self.src_stats, self.tgt_stats = speaker_stats(self.config, self.out_dir, features=speaker)
         # What the source speaker's frames look like, for warping other voices at conversion.
         self.source_codebook = VoiceCodebook.fit(
-            [train[key][0] for key in sorted(train)], audio, seed=self.config.train.seed
+            [speaker[key][0] for key in sorted(speaker)], audio, seed=self.config.train.seed
         )
         return train, dev
 
