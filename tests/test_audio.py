@@ -96,6 +96,47 @@ def test_unreadable_files_are_clear_errors(tmp_path):
         read_audio(long, AudioConfig(max_duration=2.0))
 
 
+def _stats_with_spread(spread: float) -> FeatureStats:
+    return FeatureStats(np.zeros(4, np.float32), np.full(4, 2.0, np.float32), spread)
+
+
+def test_utterance_spread_is_how_far_an_utterances_mean_strays_in_deviations():
+    rng = np.random.default_rng(0)
+    feats = [rng.normal(3.0 + shift, 2.0, size=(4000, 4)).astype(np.float32) for shift in (-1.0, 1.0)]
+    stats = FeatureStats.from_features(feats)
+    # two utterances, means one deviation of the pooled data (sqrt(4 + 1) = 2.24) either side of it
+    assert stats.utterance_spread == pytest.approx((1 / np.sqrt(5)) ** 2, rel=0.05)
+    assert FeatureStats.from_dict(stats.to_dict()).utterance_spread == stats.utterance_spread
+    assert FeatureStats.from_dict({"mean": [0.0], "std": [1.0]}).utterance_spread is None  # older files
+
+
+def test_auto_normalisation_keeps_the_speaker_near_its_mean_and_centres_a_far_voice():
+    stats = _stats_with_spread(0.04)  # the source's utterance means stray 0.2 deviations
+    frames = torch.randn(1, 50, 4)
+    lens = torch.tensor([50])
+    frames = frames - frames.mean(dim=1, keepdim=True)  # an utterance exactly at the speaker's mean
+    for offset, share in ((0.2, 0.0), (0.1, 0.0), (5.0, 1 - 0.04 / 25)):  # in deviations (std 2)
+        shifted = frames + 2.0 * offset
+        auto = stats.normalize_source(shifted, lens, "auto")
+        speaker, utterance = (stats.normalize_source(shifted, lens, m) for m in ("speaker", "utterance"))
+        # the mean moves toward the utterance's by the share of its deviation beyond the spread
+        torch.testing.assert_close(auto, speaker - share * (speaker - utterance), atol=1e-5, rtol=0)
+    no_spread = FeatureStats(stats.mean, stats.std)
+    torch.testing.assert_close(no_spread.normalize_source(shifted, lens, "auto"), speaker)
+
+
+@pytest.mark.parametrize("mode", ["speaker", "utterance", "auto"])
+def test_source_normalisation_of_a_batch_item_ignores_padding(mode):
+    stats = _stats_with_spread(0.04)
+    feats = torch.randn(2, 10, 4) + 3.0
+    alone = stats.normalize_source(feats[1:, :6], torch.tensor([6]), mode)
+    padded = feats.clone()
+    padded[1, 6:] = 99.0  # whatever padding holds must not move the mean
+    batch = stats.normalize_source(padded, torch.tensor([10, 6]), mode)
+    torch.testing.assert_close(batch[1, :6], alone[0])
+    assert batch[1, 6:].abs().sum() == 0
+
+
 def test_feature_stats_normalise_to_zero_mean_unit_variance():
     rng = np.random.default_rng(0)
     feats = [rng.normal(3.0, 2.0, size=(n, 4)).astype(np.float32) for n in (50, 70)]

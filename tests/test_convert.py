@@ -228,19 +228,6 @@ def test_utterance_normalization_makes_the_input_level_irrelevant(checkpoint):
     torch.testing.assert_close(by_utterance.mean(dim=1), torch.zeros(2, N_MELS), atol=1e-4, rtol=0)
 
 
-def test_utterance_normalization_ignores_padding(checkpoint):
-    converter = Converter.from_checkpoint(
-        checkpoint, device="cpu", overrides=["inference.source_normalization=utterance"]
-    )
-    mels = torch.randn(2, 10, N_MELS)
-    alone = converter.normalize_source(mels[1:, :6], torch.tensor([6]))
-    padded = mels.clone()
-    padded[1, 6:] = 99.0  # whatever padding holds must not move the mean
-    batch = converter.normalize_source(padded, torch.tensor([10, 6]))
-    torch.testing.assert_close(batch[1, :6], alone[0])
-    assert batch[1, 6:].abs().sum() == 0
-
-
 # ---------------------------------------------------------------- nothing lost, nothing dropped (issue 12)
 
 

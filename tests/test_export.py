@@ -128,6 +128,13 @@ def test_vc_models_shows_the_scores_on_held_out_voices(capsys):
         assert f"WER % {scores['WER %']}" in line and "input WER %" in line
 
 
+def test_the_bundled_model_centres_a_far_voice_by_default():
+    # Issue 35: per-input normalisation (auto) needs the source speaker's utterance spread in the file.
+    converter = Converter.from_pretrained()
+    assert converter.config.inference.source_normalization == "auto"
+    assert 0 < converter.src_stats.utterance_spread < 1
+
+
 def test_from_pretrained_converts_an_utterance_no_training_used():
     converter = Converter.from_pretrained()
     assert converter.vocoder.mel2linear is not None

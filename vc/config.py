@@ -91,12 +91,15 @@ class InferenceConfig:
     use_monotonic_window: bool = False
     window_backward: int = 2
     window_forward: int = 6
-    # How inputs are normalised before the encoder: "speaker" subtracts the training source speaker's
-    # per-band mean; "utterance" subtracts each input's own per-band mean instead, so a voice or
-    # microphone with another average spectrum reaches the encoder centred like the source speaker's
-    # speech (both divide by the source speaker's deviation). Training normalises its sources the
-    # same way, so the setting a model trained with is the one it converts best with.
-    source_normalization: str = "speaker"
+    # How inputs are normalised before the encoder (FeatureStats.normalize_source): "speaker" subtracts
+    # the training source speaker's per-band mean, as training does; "utterance" each input's own mean,
+    # so a voice or microphone with another average spectrum reaches the encoder centred like the
+    # source speaker's speech; "auto" moves the speaker's mean toward the input's by as much as the
+    # input strays further than the source speaker's own utterances do: the seen voice converts as
+    # with "speaker", a far one nearly as with "utterance" (docs/ablation.md, "Per-input
+    # normalisation"). All divide by the source speaker's deviation. Models from before "auto"
+    # existed hold no spread and get "speaker".
+    source_normalization: str = "auto"
     # "auto" warps each input's frequency axis toward the training source speaker first (vocal
     # tract length normalisation, vc/audio/voice_warp.py) when the model holds that speaker's codebook
     # (models trained since it existed); "none" never warps.
@@ -286,7 +289,7 @@ POSITIVE = {
 # Text keys with a fixed set of values: (section, key) -> the values allowed.
 CHOICES = {
     ("model", "kind"): ("attention", "nonautoregressive"),
-    ("inference", "source_normalization"): ("speaker", "utterance"),
+    ("inference", "source_normalization"): ("speaker", "utterance", "auto"),
     ("inference", "source_warp"): ("auto", "none"),
     ("train", "select_by"): ("loss", "free_running"),
     ("train", "decay"): ("noam", "constant", "linear"),

@@ -208,10 +208,17 @@ def logmel_numpy(wave: np.ndarray, config: AudioConfig, extractor: LogMel | None
 
 @dataclass
 class FeatureStats:
-    """Per-speaker mean and standard deviation of log-mel bands (training set only)."""
+    """Per-speaker mean and standard deviation of log-mel bands (training set only).
+
+    ``utterance_spread``: how far one utterance's mean strays from the speaker's, on the
+    speaker's own utterances (the mean over bands of its variance, in units of each band's
+    deviation); what ``normalize_source``'s "auto" mode expects of the source speaker's speech.
+    None in statistics from before it existed.
+    """
 
     mean: np.ndarray
     std: np.ndarray
+    utterance_spread: float | None = None
 
     @classmethod
     def from_features(cls, features: list[np.ndarray]) -> FeatureStats:
@@ -226,26 +233,39 @@ class FeatureStats:
             count += feat.shape[0]
         mean = total / count
         std = np.sqrt(np.maximum(total_sq / count - mean**2, 1e-8))
-        return cls(mean.astype(np.float32), std.astype(np.float32))
+        deviations = np.stack([(feat.mean(axis=0, dtype=np.float64) - mean) / std for feat in features])
+        spread = float(np.mean(np.square(deviations), axis=0).mean())
+        return cls(mean.astype(np.float32), std.astype(np.float32), spread)
 
     def normalize(self, feat):
         mean, std = self._like(feat)
         return (feat - mean) / std
 
-    def normalize_source(self, feat, lens=None, per_utterance: bool = False):
-        """An encoder's input: ``normalize``, or with ``per_utterance`` each utterance's own per-band
-        mean subtracted instead of the speaker's (inference.source_normalization: utterance), so a
-        voice or microphone with another average spectrum arrives centred as the speaker's speech does.
-        ``feat``: (frames, n_mels), or (B, T, n_mels) padded with (B,) ``lens`` (padding comes out 0).
+    def normalize_source(
+        self, feats: torch.Tensor, lens: torch.Tensor, mode: str = "speaker"
+    ) -> torch.Tensor:
+        """(B, T, n_mels) log-mels padded, (B,) lengths -> an encoder's input (padding 0), by
+        inference.source_normalization's ``mode``:
+
+        - "speaker": ``normalize``, the source speaker's mean and deviation;
+        - "utterance": each utterance's own per-band mean instead of the speaker's, so a voice or
+          microphone with another average spectrum arrives centred as the speaker's speech does;
+        - "auto": the speaker's mean moved toward the utterance's by the share of the utterance's
+          deviation that exceeds ``utterance_spread`` (positive-part James-Stein shrinkage): the
+          source speaker's own speech stays about as "speaker" has it, a voice whose mean lies far
+          off is centred nearly as "utterance" would. Statistics without a spread: "speaker".
         """
-        if not per_utterance:
-            return self.normalize(feat)
-        _, std = self._like(feat)
-        if lens is None:
-            return (feat - feat.mean(0, keepdims=True)) / std
-        valid = (torch.arange(feat.shape[1], device=feat.device)[None, :] < lens[:, None]).unsqueeze(-1)
-        mean = (feat * valid).sum(dim=1, keepdim=True) / lens[:, None, None].to(feat.dtype)
-        return (feat - mean) / std * valid
+        valid = (torch.arange(feats.shape[1], device=feats.device)[None, :] < lens[:, None]).unsqueeze(-1)
+        normed = self.normalize(feats)
+        if mode == "speaker" or (mode == "auto" and self.utterance_spread is None):
+            return normed * valid
+        deviation = (normed * valid).sum(dim=1, keepdim=True) / lens[:, None, None].to(feats.dtype)
+        if mode == "auto":
+            excess = 1 - self.utterance_spread / deviation.square().mean(dim=-1, keepdim=True).clamp(
+                min=1e-12
+            )
+            deviation = deviation * excess.clamp(min=0)
+        return (normed - deviation) * valid
 
     def denormalize(self, feat):
         mean, std = self._like(feat)
@@ -259,9 +279,14 @@ class FeatureStats:
             )
         return self.mean, self.std
 
-    def to_dict(self) -> dict[str, list[float]]:
-        return {"mean": self.mean.tolist(), "std": self.std.tolist()}
+    def to_dict(self) -> dict:
+        spread = {} if self.utterance_spread is None else {"utterance_spread": self.utterance_spread}
+        return {"mean": self.mean.tolist(), "std": self.std.tolist(), **spread}
 
     @classmethod
-    def from_dict(cls, data: dict[str, list[float]]) -> FeatureStats:
-        return cls(np.asarray(data["mean"], dtype=np.float32), np.asarray(data["std"], dtype=np.float32))
+    def from_dict(cls, data: dict) -> FeatureStats:
+        return cls(
+            np.asarray(data["mean"], dtype=np.float32),
+            np.asarray(data["std"], dtype=np.float32),
+            data.get("utterance_spread"),
+        )

@@ -79,7 +79,6 @@ class Converter:
             self.model.decoder.prenet.dropout = config.inference.prenet_dropout
         self.src_stats = src_stats
         self.tgt_stats = tgt_stats
-        self.per_utterance = config.inference.source_normalization == "utterance"
         self.features = LogMel(config.audio).to(device)
         self.vocoder = GriffinLimVocoder(config.audio, config.vocoder, mel2linear).to(device)
         # (B, T, n_mels) log-mel -> the same, sharpened in time (vc.training.postfilter), or None.
@@ -179,7 +178,7 @@ class Converter:
         if self.voice_warp is not None:
             mels, factors = self.voice_warp(mels, mel_lens)
             log.debug("source warp factors: %s", [round(float(f), 3) for f in factors])
-        return self.src_stats.normalize_source(mels, mel_lens, self.per_utterance)
+        return self.src_stats.normalize_source(mels, mel_lens, self.config.inference.source_normalization)
 
     def aligned_source(self, src, src_lens, alignments, enc_lens, out_lens) -> torch.Tensor | None:
         """The encoder's input frames at the output's timing, for a post-filter that reads them; else None."""

@@ -63,7 +63,7 @@ def teacher_forced(
             src, src_lens = converter.features(
                 pad(waves, batch_first=True), torch.tensor([len(w) for w in waves])
             )
-            src = converter.src_stats.normalize_source(src, src_lens, converter.per_utterance)  # no warp
+            src = converter.src_stats.normalize(src)
             tgt = pad([target_mels[k] for k in chunk], batch_first=True)
             tgt_lens = torch.tensor([len(target_mels[k]) for k in chunk])
             with private_rng(0, converter.device):

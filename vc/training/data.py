@@ -96,7 +96,8 @@ def speaker_stats(
     """Statistics of the training list (or data.stats_list), kept in EXP/stats.json.
 
     The file names the feature cache it was computed from; when that cache
-    changes (another list, other audio settings) the statistics are recomputed.
+    changes (another list, other audio settings), or the file predates
+    ``utterance_spread``, the statistics are recomputed.
     ``features``: that list's, when already loaded.
     """
     list_path = Path(speaker_list(config))
@@ -104,7 +105,7 @@ def speaker_stats(
     path = Path(out_dir) / "stats.json"
     if path.is_file():
         stored = json.loads(path.read_text())
-        if stored.get("features") == cache.name:
+        if stored.get("features") == cache.name and "utterance_spread" in stored["source"]:
             return FeatureStats.from_dict(stored["source"]), FeatureStats.from_dict(stored["target"])
     if features is None:
         features = load_features(list_path, config.audio, cache.parent, progress)
@@ -119,8 +120,7 @@ class ParallelDataset(torch.utils.data.Dataset):
     """Normalised (utt_id, source, target[, durations]) tensors, in a fixed (sorted id) order.
 
     ``durations``: utt_id -> (N,) target frames per encoder step (vc.training.durations), for the
-    non-autoregressive converter; every item then carries its row. ``per_utterance``: sources are
-    centred on their own mean (inference.source_normalization: utterance), as conversion will do.
+    non-autoregressive converter; every item then carries its row.
     """
 
     def __init__(
@@ -129,12 +129,11 @@ class ParallelDataset(torch.utils.data.Dataset):
         src_stats: FeatureStats,
         tgt_stats: FeatureStats,
         durations: dict[str, torch.Tensor] | None = None,
-        per_utterance: bool = False,
     ):
         self.ids = sorted(features)
         self.items = [
             (
-                torch.from_numpy(src_stats.normalize_source(features[i][0], per_utterance=per_utterance)),
+                torch.from_numpy(src_stats.normalize(features[i][0])),
                 torch.from_numpy(tgt_stats.normalize(features[i][1])),
                 *((durations[i].long(),) if durations is not None else ()),
             )

@@ -140,7 +140,6 @@ def extract_durations(
     model.eval()
     src_stats = FeatureStats.from_dict(payload["stats"]["source"])
     tgt_stats = FeatureStats.from_dict(payload["stats"]["target"])
-    per_utterance = config.inference.source_normalization == "utterance"  # the teacher's inputs
     features = {}
     for path in lists:
         features.update(load_features(path, config.audio, features_dir, progress))
@@ -151,10 +150,7 @@ def extract_durations(
     with show_progress(total=len(order), desc="durations", unit="utt", disable=not progress) as bar:
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            src = [
-                torch.from_numpy(src_stats.normalize_source(features[u][0], per_utterance=per_utterance))
-                for u in chunk
-            ]
+            src = [torch.from_numpy(src_stats.normalize(features[u][0])) for u in chunk]
             tgt = [torch.from_numpy(tgt_stats.normalize(features[u][1])) for u in chunk]
             src_lens, tgt_lens = torch.tensor([len(s) for s in src]), torch.tensor([len(t) for t in tgt])
             with private_rng(0, torch.device("cpu")):  # the prenet's dropout, as in training

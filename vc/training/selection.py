@@ -5,7 +5,7 @@ resuming the default bdl -> slt run from 30 to 62 minutes kept that loss flat fr
 step ~1100 while the recognizer's word error rate fell from 72.8 to 63.0 % and MCD
 (stage 6's, from WORLD analysis) fell 0.2 dB. Conversion runs free, so the model is
 judged free-running here: the first dev utterances are converted as ``vc convert``
-does with the default ``inference.source_normalization: speaker``, and each
+does for the source speaker's own speech (its statistics; no warp), and each
 predicted log-mel is compared with the target's by a mel-cepstral distance after
 dynamic time warping (so a slower or faster output is not punished for its
 timing). It is a cheap stand-in for stage 6's MCD, on the same dB scale but from

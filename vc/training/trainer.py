@@ -141,10 +141,8 @@ class Trainer:
         if not self.is_main:
             train, dev = self._features_and_stats(progress=False)
         self.durations = self._durations(train, dev)
-        # Sources normalised as conversion will normalise them (inference.source_normalization).
-        per_utterance = self.config.inference.source_normalization == "utterance"
-        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, self.durations, per_utterance)
-        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, self.durations, per_utterance)
+        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, self.durations)
+        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, self.durations)
         augment = self.config.augment
         self.augment = (
             SourceAugment(augment, self.config.audio, self.src_stats) if augment.probability > 0 else None
