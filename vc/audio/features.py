@@ -261,10 +261,8 @@ class FeatureStats:
             return normed * valid
         deviation = (normed * valid).sum(dim=1, keepdim=True) / lens[:, None, None].to(feats.dtype)
         if mode == "auto":
-            excess = 1 - self.utterance_spread / deviation.square().mean(dim=-1, keepdim=True).clamp(
-                min=1e-12
-            )
-            deviation = deviation * excess.clamp(min=0)
+            strays = deviation.square().mean(dim=-1, keepdim=True).clamp(min=1e-12)
+            deviation = deviation * (1 - self.utterance_spread / strays).clamp(min=0)
         return (normed - deviation) * valid
 
     def denormalize(self, feat):
