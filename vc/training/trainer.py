@@ -165,10 +165,9 @@ class Trainer:
         audio, cache_dir = self.config.audio, feature_cache_dir(self.config, self.out_dir)
         train, dev = (load_features(path, audio, cache_dir, progress) for path in require_lists(self.config))
         # The source speaker's pairs: the training list's, or data.stats_list's when it holds other voices too.
+        path = speaker_list(self.config)
         speaker = (
-            train
-            if not self.config.data.stats_list
-            else load_features(speaker_list(self.config), audio, cache_dir, progress)
+            train if path == self.config.data.train_list else load_features(path, audio, cache_dir, progress)
         )
         self.src_stats, self.tgt_stats = speaker_stats(self.config, self.out_dir, features=speaker)
         # What the source speaker's frames look like, for warping other voices at conversion.
