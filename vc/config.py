@@ -187,6 +187,10 @@ class TrainConfig:
     keep_checkpoints: int = 3
     evolution_columns: int = 8
     amp: bool = True  # only used on CUDA
+    # A step whose loss or gradient is not finite is skipped; this many in a row stop training with an error
+    # (vc/training/nonfinite.py): the weights have diverged, and later checkpoints would be poisoned. Under
+    # AMP the first steps may overflow while the gradient scaler halves its scale; 10 halvings are plenty.
+    max_nonfinite_steps: int = 10
     # Which checkpoint becomes best.pt: the lowest teacher-forced dev loss ("loss"), or the
     # lowest mel-cepstral distance of free-running dev conversions ("free_running", see
     # vc/training/selection.py), which keeps tracking quality after the loss has gone flat.

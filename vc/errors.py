@@ -27,3 +27,11 @@ class OutputExistsError(VcError):
 
 class MissingPackageError(VcError):
     """An optional package this step needs is not installed (the message says how to get it)."""
+
+
+class WriteError(VcError):
+    """An output could not be written (a full disk, a read-only file system, no permission, ...)."""
+
+
+class TrainingError(VcError):
+    """Training cannot go on (its loss or gradients stopped being finite); the message says what is left."""

@@ -5,18 +5,21 @@ then renamed over the target, so a crash at any moment leaves the old file or
 the new one. The temp file gets the permissions a plain open() would have given
 (mkstemp's 0600 would otherwise survive the rename). The commands check first that
 they replace no existing output the user did not ask them to (``refuse_overwrite``).
+A write that fails (a full disk, a read-only file system, no permission) is one
+WriteError naming the output and the reason, and leaves no temp file behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from vc.errors import OutputExistsError
+from vc.errors import OutputExistsError, WriteError
 
 # How many existing outputs a refusal names before it counts the rest.
 NAMED_OUTPUTS = 3
@@ -29,21 +32,49 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO]:
-    """Open a temp file beside ``path``; on a clean exit it replaces ``path``, on an error it vanishes."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def writing(path: str | Path) -> Iterator[None]:
+    """Turn an OSError raised in the block into one WriteError naming ``path`` and the reason."""
     try:
-        os.fchmod(handle, 0o666 & ~_umask())
-        with os.fdopen(handle, mode) as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        yield
+    except OSError as exc:
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO]:
+    """Open a temp file beside ``path``; on a clean exit it replaces ``path``, on an error it vanishes.
+
+    A failing write (the block's writes too) raises WriteError naming ``path``.
+    """
+    path = Path(path)
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            os.fchmod(handle, 0o666 & ~_umask())
+            with os.fdopen(handle, mode) as out:
+                yield out
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def atomic_save(path: str | Path, obj) -> None:
+    """torch.save ``obj`` to ``path`` atomically.
+
+    Serialised in memory first, then written as plain bytes: torch.save streaming
+    into a file that hits a full disk fails with a RuntimeError about stream
+    positions ("unexpected pos ..."), where plain bytes fail with ENOSPC.
+    """
+    import torch  # here, not at the top: the commands that never save a tensor start faster
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    with atomic_open(path) as out:
+        out.write(buffer.getbuffer())
 
 
 def refuse_overwrite(paths: Iterable[str | Path], overwrite: bool = False) -> None:

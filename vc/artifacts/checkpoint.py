@@ -20,7 +20,7 @@ import torch
 
 from vc import __version__
 from vc.errors import CheckpointError
-from vc.fileio import atomic_open
+from vc.fileio import atomic_save
 
 FORMAT = "vc-checkpoint"
 STEP_FILE = re.compile(r"step(\d+)\.pt$")
@@ -28,14 +28,33 @@ STEP_FILE = re.compile(r"step(\d+)\.pt$")
 INFERENCE_KEYS = ("model", "config", "stats", "step")
 
 
+def nonfinite_tensors(state: dict[str, Any]) -> list[str]:
+    """Names of the floating-point tensors in a state dict that hold a NaN or an infinity."""
+    return [
+        name
+        for name, value in state.items()
+        if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all())
+    ]
+
+
+def _nonfinite_summary(names: list[str]) -> str:
+    more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+    return f"'{names[0]}'{more}"
+
+
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     """torch.save to a temp file in the same folder, fsync, then rename over the target.
 
     A crash at any moment leaves either the old file or the new one, never half of one.
+    Weights that are not finite (a diverged run) are refused: such a file is never written.
     """
+    bad = nonfinite_tensors(payload.get("model", {}))
+    if bad:
+        raise CheckpointError(
+            f"refusing to write {path}: its weights are not finite ({_nonfinite_summary(bad)})"
+        )
     payload = {"format": FORMAT, "vc_version": __version__, **payload}
-    with atomic_open(path) as out:
-        torch.save(payload, out)
+    atomic_save(path, payload)
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -55,6 +74,12 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     for key in INFERENCE_KEYS:
         if key not in payload:
             raise CheckpointError(f"{path} is an incomplete vc checkpoint: '{key}' is missing")
+    bad = nonfinite_tensors(payload["model"])
+    if bad:
+        raise CheckpointError(
+            f"{path} holds non-finite weights ({_nonfinite_summary(bad)}): it comes from a diverged run; "
+            "use an earlier checkpoint"
+        )
     return payload
 
 

@@ -18,10 +18,10 @@ import torch
 from torch import nn
 
 from vc import __version__
-from vc.artifacts.checkpoint import load_checkpoint
+from vc.artifacts.checkpoint import load_checkpoint, nonfinite_tensors
 from vc.config import AudioConfig
 from vc.errors import CheckpointError
-from vc.fileio import atomic_open
+from vc.fileio import atomic_save
 
 # The audio settings a network was trained under; any difference changes its input or output.
 AUDIO_KEYS = (
@@ -33,7 +33,11 @@ AUDIO_KEYS = (
 def save_network(
     path: str | Path, marker: str, net: nn.Module, hparams: dict, audio: AudioConfig, info: dict | None
 ) -> None:
-    """Atomic torch.save of the network, its hyper-parameters and the audio settings it expects."""
+    """Atomic torch.save of the network, its hyper-parameters and the audio settings it expects;
+    refuses weights that are not finite."""
+    bad = nonfinite_tensors(net.state_dict())
+    if bad:
+        raise CheckpointError(f"refusing to write {path}: its weights are not finite ('{bad[0]}')")
     payload = {
         "format": marker,
         "vc_version": __version__,
@@ -42,8 +46,7 @@ def save_network(
         "audio": {key: getattr(audio, key) for key in AUDIO_KEYS},
         "info": dict(info or {}),
     }
-    with atomic_open(path) as out:
-        torch.save(payload, out)
+    atomic_save(path, payload)
 
 
 def read_network_payload(
@@ -81,6 +84,9 @@ def network_from_payload(
         trained = payload["audio"]
     except (RuntimeError, KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{where} is not a usable {what}: {str(exc).splitlines()[0]}") from None
+    bad = nonfinite_tensors(net.state_dict())
+    if bad:
+        raise CheckpointError(f"{where} holds a {what} with non-finite weights ('{bad[0]}'): it diverged")
     if audio is not None:
         check_audio(trained, audio, where)
     return net.to(map_location).eval()

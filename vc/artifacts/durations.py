@@ -11,7 +11,7 @@ import torch
 from vc import __version__
 from vc.config import Config
 from vc.errors import DataError
-from vc.fileio import atomic_open
+from vc.fileio import atomic_save
 
 FORMAT = "vc-durations"
 
@@ -26,9 +26,7 @@ def save_durations(path, durations: dict[str, torch.Tensor], config: Config, tea
         "report": dict(vars(report)),
         "durations": durations,
     }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with atomic_open(path) as out:
-        torch.save(payload, out)
+    atomic_save(path, payload)
 
 
 def load_durations(path: str | Path, encoder_reduction_factor: int) -> dict[str, torch.Tensor]:

@@ -128,7 +128,7 @@ def write_audio(path: str | Path, wave: np.ndarray, sample_rate: int) -> None:
     The file is encoded in memory first and then written as plain bytes: soundfile
     writing to a Python file goes through cffi callbacks, where a full disk prints
     "Exception ignored from cffi callback" tracebacks and ends in a bare
-    AssertionError. Plain bytes fail with one OSError.
+    AssertionError. Plain bytes fail with one OSError, which atomic_open turns into a WriteError.
     """
     path = Path(path)
     if path.suffix.lower() not in AUDIO_FORMATS:
@@ -139,11 +139,8 @@ def write_audio(path: str | Path, wave: np.ndarray, sample_rate: int) -> None:
         sf.write(encoded, np.clip(wave, -1.0, 1.0), sample_rate, format=audio_format, subtype=subtype)
     except Exception as exc:  # soundfile raises several types
         raise AudioError(f"cannot encode {path}: {_first_line(exc)}") from None
-    try:
-        with atomic_open(path) as out:
-            out.write(encoded.getbuffer())
-    except OSError as exc:
-        raise AudioError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with atomic_open(path) as out:
+        out.write(encoded.getbuffer())
 
 
 def _first_line(exc: Exception) -> str:

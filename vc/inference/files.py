@@ -166,7 +166,4 @@ def convert_files(
 def _write_result(result: Conversion, output: Path, alignment: Path | None, title: str) -> None:
     write_audio(output, result.wave, result.sample_rate)
     if alignment is not None:
-        try:
-            save_alignment(alignment, result.alignment, title)
-        except OSError as exc:
-            raise AudioError(f"cannot write {alignment}: {exc.strerror or exc}") from None
+        save_alignment(alignment, result.alignment, title)

@@ -68,8 +68,9 @@ def build_report(
             assets.audio[(utt.utt_id, role)] = link
         if utt.alignment_png is not None:
             link = f"img/alignment/{name}.png"
+            png = utt.alignment_png.read_bytes()
             with atomic_open(out_dir / link) as handle:
-                handle.write(utt.alignment_png.read_bytes())
+                handle.write(png)
             assets.alignment[utt.utt_id] = link
         if "converted" in waves:
             converted = logmel_of(*waves["converted"], exp.audio, extractor)

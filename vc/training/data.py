@@ -21,7 +21,7 @@ import torch
 from vc.audio import FeatureStats, LogMel, logmel_numpy, read_audio
 from vc.config import AudioConfig
 from vc.errors import DataError
-from vc.fileio import atomic_open, atomic_write_text
+from vc.fileio import atomic_save, atomic_write_text
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 
@@ -59,8 +59,7 @@ def load_features(
             logmel_numpy(read_audio(pair.target, audio), audio, extractor),
         )
     tensors = {utt: (torch.from_numpy(src), torch.from_numpy(tgt)) for utt, (src, tgt) in features.items()}
-    with atomic_open(path) as out:
-        torch.save(tensors, out)
+    atomic_save(path, tensors)
     log.info("cached features of %d pairs in %s", len(features), path)
     return features
 

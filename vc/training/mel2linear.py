@@ -34,6 +34,7 @@ from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress
 from vc.training.budget import Budget, seconds_left  # `progress` is a parameter name here
 from vc.training.monitor import LOG_EVERY, companion_writer
+from vc.training.nonfinite import NonFiniteGuard, all_finite, companion_advice
 
 log = logging.getLogger(__name__)
 
@@ -219,6 +220,8 @@ def _optimise(
     rng = random.Random(options.seed)
     best_state = {k: v.clone() for k, v in net.state_dict().items()}
     optimizer = torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=0.0)
+    guard = NonFiniteGuard(what="mel -> linear training")
+    advice = companion_advice("mel2linear", options.learning_rate)
     limit, step = Budget(options.max_steps, budget), 0
     # With a time limit the step count is not known in advance: no total, no misleading time left.
     total = options.max_steps if math.isinf(budget) else None
@@ -235,9 +238,12 @@ def _optimise(
             loss = loss + options.spectral_convergence_weight * spectral_convergence_loss(pred, mag, lens)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-        optimizer.step()
+        grad_norm = torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        finite = all_finite(loss, grad_norm)
+        if finite:
+            optimizer.step()
         step += 1
+        guard.skip(step, finite, advice)
         bar.update(1)
         if step % LOG_EVERY == 0:
             writer.add_scalar("mel2linear/loss", loss.item(), step)

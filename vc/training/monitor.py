@@ -24,7 +24,7 @@ from vc.audio import FeatureStats
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import Config
 from vc.evaluation.metrics import diagonal_ratio, focus_rate
-from vc.fileio import atomic_open
+from vc.fileio import atomic_open, writing
 from vc.model import Seq2SeqVC, decoder_steps
 from vc.plotting import (
     alignment_figure,
@@ -44,12 +44,33 @@ log = logging.getLogger(__name__)
 LOG_EVERY = 10  # steps between the companion trainings' TensorBoard scalars
 
 
-def companion_writer(out: str | Path, name: str) -> SummaryWriter:
+class EventWriter:
+    """TensorBoard's SummaryWriter, whose failed writes (a full disk, ...) are one WriteError naming its folder.
+
+    SummaryWriter writes from a thread and raises that thread's OSError at a later call, without a path.
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        with writing(folder):
+            self._writer = SummaryWriter(str(folder))
+
+    def __getattr__(self, name: str):
+        method = getattr(self._writer, name)
+
+        def guarded(*args, **kwargs):
+            with writing(self.folder):
+                return method(*args, **kwargs)
+
+        return guarded
+
+
+def companion_writer(out: str | Path, name: str) -> EventWriter:
     """TensorBoard for a network trained after the model and saved at ``out``: beside the model's own
     logs (EXP/tensorboard/<name> for EXP/checkpoints/<file>), else in a tensorboard/ folder beside ``out``."""
     out = Path(out)
     root = out.parent.parent if out.parent.name == "checkpoints" else out.parent
-    return SummaryWriter(str(root / "tensorboard" / name))
+    return EventWriter(root / "tensorboard" / name)
 
 
 class Monitor:
@@ -58,7 +79,7 @@ class Monitor:
         self.out_dir = out_dir
         self.device = device
         self.tgt_stats = tgt_stats
-        self.writer = SummaryWriter(str(out_dir / "tensorboard"))
+        self.writer = EventWriter(out_dir / "tensorboard")
         self.vocoder = GriffinLimVocoder(config.audio, config.vocoder).to(device)
 
     def log_train(self, step: int, stats: dict[str, float]) -> None:

@@ -43,6 +43,7 @@ from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress
 from vc.training.budget import Budget, seconds_left
 from vc.training.monitor import LOG_EVERY, companion_writer
+from vc.training.nonfinite import NonFiniteGuard, all_finite, companion_advice, gradients_finite
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +161,8 @@ def _optimise(generator, items, options: PostfilterConfig, budget: float, rng, p
         d_opt = torch.optim.Adam(discriminator.parameters(), options.learning_rate, betas=betas)
     normalise = lambda mel: (mel - generator.in_mean) / generator.in_std  # noqa: E731
     generator.train()
+    guard = NonFiniteGuard(what="post-filter training")
+    advice = companion_advice("postfilter", options.learning_rate)
     limit, step = Budget(options.max_steps, budget), 0
     total = options.max_steps or None
     with show_progress(total=total, desc="postfilter", unit="step", disable=not progress) as bar:
@@ -168,13 +171,16 @@ def _optimise(generator, items, options: PostfilterConfig, budget: float, rng, p
             fake = generator(predicted, source=source)
             l1 = (normalise(fake) - normalise(natural)).abs().mean()
             loss = options.l1_weight * l1
+            finite = True  # both players' losses and gradients; a non-finite one skips its update
             if options.adversarial and step >= options.warmup_steps:
                 real_score, real_features = discriminator(normalise(natural))
                 fake_score, _ = discriminator(normalise(fake.detach()))
                 d_loss = (real_score - 1).square().mean() + fake_score.square().mean()
                 d_opt.zero_grad(set_to_none=True)
                 d_loss.backward()
-                d_opt.step()
+                finite = all_finite(d_loss) and gradients_finite(discriminator)
+                if finite:
+                    d_opt.step()
                 # Feature matching reads the real features of the discriminator as it was
                 # before this step's update: one forward pass fewer, and a one-step-old
                 # target is what every later measurement of the post-filter was made with.
@@ -189,8 +195,11 @@ def _optimise(generator, items, options: PostfilterConfig, budget: float, rng, p
                 )
             g_opt.zero_grad(set_to_none=True)
             loss.backward()
-            g_opt.step()
+            generator_finite = all_finite(loss) and gradients_finite(generator)
+            if generator_finite:
+                g_opt.step()
             step += 1
+            guard.skip(step, finite and generator_finite, advice)
             bar.update(1)
             if step % LOG_EVERY == 0:
                 writer.add_scalar("postfilter/l1", l1.item(), step)

@@ -6,6 +6,7 @@ N -m vc.cli train ...``; torch.distributed uses gloo on CPU and nccl on CUDA.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -27,7 +28,7 @@ from vc.artifacts.checkpoint import (
 from vc.artifacts.durations import check_durations, load_durations
 from vc.audio.voice_warp import VoiceCodebook
 from vc.config import Config, dump_config
-from vc.errors import CheckpointError, DataError
+from vc.errors import CheckpointError, DataError, TrainingError, VcError
 from vc.fileio import atomic_write_text
 from vc.model import build_model
 from vc.progress import progress
@@ -45,6 +46,7 @@ from vc.training.data import (
 )
 from vc.training.losses import student_losses, teacher_forced_losses
 from vc.training.monitor import Monitor
+from vc.training.nonfinite import NonFiniteGuard, all_finite
 
 log = logging.getLogger(__name__)
 # The progress bar's losses: (label, loss name), those the model kind has.
@@ -117,6 +119,7 @@ class Trainer:
         self.use_amp = t.amp and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         self.step = 0
+        self.guard = NonFiniteGuard(t.max_nonfinite_steps)
         self.best_score = math.inf  # lowest train.select_by score so far
         self.elapsed_before = 0.0
         if resume:
@@ -218,15 +221,36 @@ class Trainer:
         self.scaler.scale(losses.total).backward()
         self.scaler.unscale_(self.optimizer)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip)
-        self.scaler.step(self.optimizer)
+        finite = self._finite_on_every_rank(losses.total, grad_norm)
+        if finite:  # a non-finite step changes no weight (under AMP the scaler also lowers its scale)
+            self.scaler.step(self.optimizer)
         self.scaler.update()
         self.scheduler.step()
         self.step += 1
+        self.guard.skip(self.step, finite, self._divergence_advice)
         stats = {f"loss/{name}": value.item() for name, value in losses._asdict().items()}
         stats.update({"opt/grad_norm": float(grad_norm), "opt/lr": self.scheduler.get_last_lr()[0]})
+        stats["opt/skipped_updates"] = self.guard.skipped
         if self.config.model.kind == "attention":
             stats["opt/guided_attention_weight"] = self.guided_attention_weight()
         return stats
+
+    def _finite_on_every_rank(self, loss: torch.Tensor, grad_norm: torch.Tensor) -> bool:
+        """Whether this step's loss and gradient are finite on every rank (all skip the update, or none)."""
+        finite = all_finite(loss, grad_norm)
+        if self.world_size > 1:
+            shared = torch.tensor([float(finite)], device=self.device)
+            dist.all_reduce(shared, op=dist.ReduceOp.MIN)
+            finite = bool(shared.item())
+        return finite
+
+    def _divergence_advice(self) -> str:
+        """Where a diverged run stands and what to change, for the error that stops it."""
+        saved = step_checkpoints(self.out_dir / "checkpoints")
+        last = f"the last good checkpoint is {saved[-1]}" if saved else "no checkpoint was written"
+        amp = " or train.amp=false (fp16 overflow)" if self.use_amp else ""
+        restart = f"; start again from it with train.init_from={saved[-1]}" if saved else ""
+        return f"{last}; lower train.learning_rate (now {self.config.train.learning_rate:g}){amp}{restart}"
 
     def _should_stop(self) -> bool:
         """Whether the step or time budget is spent; also updates self.budget_spent."""
@@ -262,13 +286,15 @@ class Trainer:
         for batch in self._loader():
             if self._should_stop():
                 break
+            skipped_before = self.guard.skipped
             stats = self.train_step(batch)
             now = time.monotonic()
             stats["time/seconds_per_step"], last = now - last, now
             bar.update(1)
             shown = {key: f"{stats['loss/' + name]:.3f}" for key, name in POSTFIX if "loss/" + name in stats}
             bar.set_postfix(**shown, s_step=f"{stats['time/seconds_per_step']:.2f}")
-            if self.is_main and (self.step % t.log_every == 0 or self.step == 1):
+            logged = self.step % t.log_every == 0 or self.step == 1 or self.guard.skipped > skipped_before
+            if self.is_main and logged:  # a skipped update shows in TensorBoard at its step
                 self.monitor.log_train(self.step, stats)
             if self.step % t.eval_every == 0:
                 self._evaluate_and_save()
@@ -282,6 +308,11 @@ class Trainer:
     def _evaluate_and_save(self) -> None:
         if self.is_main:
             score = self.monitor.evaluate(self.model, self.dev_set, self.step)
+            if not math.isfinite(score):  # the weights are finite but no longer a model: nothing is saved
+                raise TrainingError(
+                    f"training diverged: the dev score at step {self.step} is {score}; "
+                    f"{self._divergence_advice()}"
+                )
             self._save(score)
         if self.world_size > 1:
             dist.barrier()
@@ -391,9 +422,17 @@ def train(config: Config, out_dir: str | Path, resume: bool = False, progress: b
     caller_group = dist.is_initialized()  # a caller's group is the caller's to free
     trainer = Trainer(config, out_dir, resume=resume, progress=progress)
     try:
-        return trainer.fit()
-    finally:
+        best = trainer.fit()
+    except BaseException:
+        # The error that stopped training is the one to report, not a second one from closing
+        # TensorBoard's files on the same full disk.
+        with contextlib.suppress(VcError, OSError):
+            trainer.close()
+        raise
+    else:
         trainer.close()
+        return best
+    finally:
         if dist.is_initialized() and not caller_group:
             # torch asks each process to free its group before it exits; left to interpreter
             # exit, gloo's and nccl's threads are torn down in no fixed order.
