@@ -19,7 +19,7 @@ from vc.artifacts.checkpoint import save_checkpoint
 from vc.audio import FeatureStats
 from vc.config import Config, DataConfig, ModelConfig, TrainConfig
 from vc.evaluation import optional
-from vc.model import build_model
+from vc.kinds import build_model
 
 TINY_MELS = 6  # mel bands of every tiny model here
 

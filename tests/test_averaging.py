@@ -16,7 +16,7 @@ from vc.audio import FeatureStats
 from vc.cli import main
 from vc.config import Config
 from vc.errors import CheckpointError
-from vc.model import build_model
+from vc.kinds import build_model
 
 N_MELS = 16
 

@@ -2,7 +2,7 @@
 
 Every `import vc...` / `from vc... import` in vc/, at the top of a module or inside a
 function, is an edge of the module graph. A module may import only from its own layer's
-folder or a lower layer (cli -> training -> evaluation -> inference -> artifacts ->
+folder or a lower layer (cli -> training -> evaluation -> inference -> kinds -> artifacts ->
 model / audio -> the base modules), and the graph has no cycle.
 """
 
@@ -20,10 +20,11 @@ LAYERS = {
     "vc.pairs": 0, "vc.plotting": 0,
     "vc.audio": 1, "vc.model": 1,
     "vc.artifacts": 2,
-    "vc.inference": 3,
-    "vc.evaluation": 4,
-    "vc.training": 5, "vc.listening": 5,
-    "vc.cli": 6, "vc.__main__": 7,
+    "vc.kinds": 3,
+    "vc.inference": 4,
+    "vc.evaluation": 5,
+    "vc.training": 6, "vc.listening": 6,
+    "vc.cli": 7, "vc.__main__": 8,
 }  # fmt: skip
 
 

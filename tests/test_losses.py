@@ -7,7 +7,7 @@ import torch
 
 from vc.config import Config
 from vc.errors import ConfigError
-from vc.training.losses import masked_spectral_loss
+from vc.kinds.losses import masked_spectral_loss
 
 
 def test_spectral_loss_is_l1_plus_l2_over_true_frames():

@@ -12,8 +12,9 @@ from scipy.spatial.distance import cdist
 from tests.conftest import arctic_file
 from vc.errors import AudioError, DataError
 from vc.evaluation import metrics
-from vc.evaluation.metrics import diagonal_ratio, dtw, focus_rate, score_pair
+from vc.evaluation.metrics import dtw, score_pair
 from vc.evaluation.scoring import format_table, score_directories
+from vc.kinds.alignment import diagonal_ratio, focus_rate
 
 SR = 16000
 

@@ -9,10 +9,10 @@ import torch
 
 from tests.helpers import tiny_config
 from vc.config import InferenceConfig
-from vc.model import build_model
+from vc.kinds import build_model
+from vc.kinds.losses import compute_losses
 from vc.model.attention import ATTENTION_TYPES
 from vc.model.layers import make_pad_mask
-from vc.training.losses import compute_losses
 
 N_MELS = 6
 

@@ -8,7 +8,9 @@ import torch
 
 from tests.helpers import tiny_config
 from vc.config import AudioConfig, InferenceConfig
-from vc.model import NonAutoregressiveVC, build_model
+from vc.kinds import build_model, get_kind
+from vc.kinds.losses import duration_loss
+from vc.model import NonAutoregressiveVC
 from vc.model.nonautoregressive import cap_durations, length_regulate, predicted_durations
 from vc.training.durations import (
     durations_from_alignment,
@@ -16,7 +18,6 @@ from vc.training.durations import (
     frame_alignment,
     frame_positions,
 )
-from vc.training.losses import duration_loss, student_losses
 
 N_MELS = 6
 
@@ -98,7 +99,7 @@ def test_every_parameter_gets_a_gradient():
     batch = type("Batch", (), dict(src=src, src_lens=src_lens, durations=durations, tgt=tgt))()
     batch.tgt_lens = torch.tensor([7, 4])
     config = type("C", (), {"train": type("T", (), {"duration_loss_weight": 1.0})()})()
-    student_losses(model, batch, config).total.backward()
+    get_kind("nonautoregressive").losses(model, batch, config, step=0).total.backward()
     missing = [name for name, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
     assert not missing
 
@@ -229,7 +230,7 @@ def test_student_overfits_one_pair():
     batch.tgt_lens = torch.tensor([tgt.shape[1]])
     first = None
     for _ in range(300):
-        losses = student_losses(model, batch, config)
+        losses = get_kind("nonautoregressive").losses(model, batch, config, step=0)
         first = first if first is not None else losses.spectral.item()
         optimizer.zero_grad()
         losses.total.backward()

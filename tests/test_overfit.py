@@ -9,8 +9,8 @@ import torch
 from tests.conftest import arctic_file
 from vc.audio import FeatureStats, logmel_numpy, read_audio
 from vc.config import AudioConfig, InferenceConfig, ModelConfig
-from vc.model import build_model
-from vc.training.losses import compute_losses
+from vc.kinds import build_model
+from vc.kinds.losses import compute_losses
 
 
 def normalised_logmel(speaker: str, config: AudioConfig) -> torch.Tensor:

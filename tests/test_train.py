@@ -212,7 +212,7 @@ def _equal_length_batch():
 
 
 def _gradients(model, src, src_lens, tgt, tgt_lens) -> dict[str, torch.Tensor]:
-    from vc.training.losses import compute_losses
+    from vc.kinds.losses import compute_losses
 
     out = model(src, src_lens, tgt, tgt_lens)
     compute_losses(out, tgt, tgt_lens, 2, 5.0, 0.4, 1.0).total.backward()

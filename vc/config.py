@@ -292,7 +292,6 @@ POSITIVE = {
 }
 # Text keys with a fixed set of values: (section, key) -> the values allowed.
 CHOICES = {
-    ("model", "kind"): ("attention", "nonautoregressive"),
     ("inference", "source_normalization"): ("speaker", "utterance", "auto"),
     ("inference", "source_warp"): ("auto", "none"),
     ("train", "select_by"): ("loss", "free_running"),
@@ -333,8 +332,6 @@ def _validate(config: Config) -> None:
         raise ConfigError(f"inference.prenet_dropout must be in [0, 1) or null, got {dropout}")
     if not config.inference.speed > 0:
         raise ConfigError(f"inference.speed must be positive, got {config.inference.speed}")
-    if config.model.kind == "nonautoregressive" and config.train.select_by != "loss":
-        raise ConfigError("train.select_by free_running needs model.kind attention")
     if not config.inference.attention_sharpness > 0:
         raise ConfigError(
             f"inference.attention_sharpness must be positive, got {config.inference.attention_sharpness}"

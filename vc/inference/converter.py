@@ -27,7 +27,7 @@ from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
 from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
 from vc.inference.long_form import convert_long
-from vc.model import NonAutoregressiveVC, Seq2SeqVC, build_model, decoder_steps
+from vc.kinds import build_model, get_kind
 from vc.model.aligned_source import aligned_source
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class Converter:
 
     def __init__(
         self,
-        model: Seq2SeqVC | NonAutoregressiveVC,
+        model: torch.nn.Module,  # the network of config.model.kind
         config: Config,
         src_stats: FeatureStats,
         tgt_stats: FeatureStats,
@@ -74,9 +74,8 @@ class Converter:
         self.device = device
         self.seed = seed
         self.model = model.to(device).eval()
-        self.attention = config.model.kind == "attention"
-        if self.attention and config.inference.prenet_dropout is not None:  # on in eval mode too
-            self.model.decoder.prenet.dropout = config.inference.prenet_dropout
+        self.kind = get_kind(config.model.kind)
+        self.kind.prepare_for_conversion(self.model, config.inference)
         self.src_stats = src_stats
         self.tgt_stats = tgt_stats
         self.features = LogMel(config.audio).to(device)
@@ -191,7 +190,7 @@ class Converter:
             alignments,
             enc_lens,
             out_lens,
-            model.reduction_factor if self.attention else 1,  # the student's alignment rows are frames
+            self.kind.frames_per_row(model),
             model.encoder_reduction_factor,
         )
 
@@ -222,7 +221,7 @@ class Converter:
         with record_function("vocoder"):
             audio, audio_lens = self.vocoder(converted, out.lens, generator=generator)
         # Alignment rows: decoder steps of the attention model, output frames of the non-autoregressive one.
-        steps = decoder_steps(out.lens, self.config.model.reduction_factor) if self.attention else out.lens
+        steps = self.kind.alignment_rows(out.lens, self.config.model)
         results = []
         for k in range(len(waves)):
             results.append(

@@ -17,6 +17,7 @@ from vc.audio import read_audio
 from vc.config import AudioConfig
 from vc.errors import DataError
 from vc.inference.converter import Converter
+from vc.kinds import get_kind
 from vc.model.aligned_source import aligned_source
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
@@ -48,9 +49,10 @@ def teacher_forced(
     if converter.config.audio != audio:
         raise DataError("the model uses other audio settings than --config; pass its config.yaml")
     model_config = converter.config.model
+    kind = get_kind(model_config.kind)
     durations = (
         load_durations(converter.config.data.durations, model_config.encoder_reduction_factor)
-        if model_config.kind == "nonautoregressive"
+        if kind.needs_durations
         else None
     )
     pad = torch.nn.utils.rnn.pad_sequence
@@ -66,16 +68,17 @@ def teacher_forced(
             src = converter.src_stats.normalize(src)
             tgt = pad([target_mels[k] for k in chunk], batch_first=True)
             tgt_lens = torch.tensor([len(target_mels[k]) for k in chunk])
+            taught = None
+            if durations is not None:  # the durations it trained on
+                taught = pad([durations[by_target[files[k]].utt_id] for k in chunk], batch_first=True)
             with private_rng(0, converter.device):
-                if durations is None:
-                    out = converter.model(src, src_lens, converter.tgt_stats.normalize(tgt), tgt_lens)
-                else:  # the non-autoregressive converter at the durations it trained on
-                    utts = [by_target[files[k]].utt_id for k in chunk]
-                    out = converter.model(src, src_lens, pad([durations[u] for u in utts], batch_first=True))
+                out = kind.teacher_forced(
+                    converter.model, src, src_lens, converter.tgt_stats.normalize(tgt), tgt_lens, taught
+                )
             after = converter.tgt_stats.denormalize(out.after).float()
             source = aligned_source(
                 src, src_lens, out.alignments, out.enc_lens, tgt_lens,
-                model_config.reduction_factor if durations is None else 1, model_config.encoder_reduction_factor,
+                kind.frames_per_row(model_config), model_config.encoder_reduction_factor,
             )  # fmt: skip
             for row, k in enumerate(chunk):
                 length = int(tgt_lens[row])

@@ -1,13 +1,12 @@
 """The networks: the Tacotron-style attention model and the non-autoregressive converter it times."""
 
 from vc.model.nonautoregressive import NonAutoregressiveOutput, NonAutoregressiveVC
-from vc.model.seq2seq import Seq2SeqOutput, Seq2SeqVC, build_model, decoder_steps
+from vc.model.seq2seq import Seq2SeqOutput, Seq2SeqVC, decoder_steps
 
 __all__ = [
     "NonAutoregressiveOutput",
     "NonAutoregressiveVC",
     "Seq2SeqOutput",
     "Seq2SeqVC",
-    "build_model",
     "decoder_steps",
 ]

@@ -13,7 +13,6 @@ from vc.model.attention import build_attention
 from vc.model.decoder import Decoder
 from vc.model.encoder import Encoder
 from vc.model.layers import make_pad_mask
-from vc.model.nonautoregressive import NonAutoregressiveVC
 from vc.model.postnet import Postnet
 
 
@@ -105,10 +104,3 @@ class Seq2SeqVC(nn.Module):
 def decoder_steps(frame_lens: torch.Tensor, reduction_factor: int) -> torch.Tensor:
     """Frames -> decoder steps, ceil(frames / r)."""
     return (frame_lens + reduction_factor - 1) // reduction_factor
-
-
-def build_model(n_mels: int, config: ModelConfig) -> nn.Module:
-    """The network model.kind names: Seq2SeqVC or NonAutoregressiveVC."""
-    if config.kind == "nonautoregressive":
-        return NonAutoregressiveVC(n_mels, config)
-    return Seq2SeqVC(n_mels, config)

@@ -39,7 +39,7 @@ from vc.audio import FeatureStats
 from vc.config import AudioConfig, Config
 from vc.errors import CheckpointError
 from vc.evaluation.metrics import dtw
-from vc.model import build_model
+from vc.kinds import build_model, get_kind
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.training.data import compute_stats, load_features
 from vc.training.selection import log_mel_cepstrum
@@ -128,7 +128,7 @@ def extract_durations(
     (their cached features in ``features_dir``, computed when missing) -> durations file ``out``."""
     payload = load_checkpoint(checkpoint)
     config = Config.from_dict(payload["config"])
-    if config.model.kind != "attention":
+    if not get_kind(config.model.kind).teaches_durations:
         raise CheckpointError(
             f"{checkpoint} is a {config.model.kind} model; durations come from an attention model"
         )

@@ -1,12 +1,13 @@
 """What a user watches during training: TensorBoard scalars, figures and audio.
 
-Tags are ``{split}/{group}/{name}``. For a few FIXED dev utterances (the first
-``data.num_fixed_utterances`` ids of the dev list) every evaluation logs the
-free-running and teacher-forced alignments, target vs predicted mels, the stop
-curve, Griffin-Lim audio, and the alignment-evolution strip: the utterance's
-free-running alignment at K evaluations spread over the run (the first ones,
-log-spaced ones, the latest) side by side (also written as PNG under
-EXP/alignments/; every evaluation's alignment is kept there as stepNNNNNNN.npy). Alignment health is judged on free-running decodes:
+Tags are ``{split}/{group}/{name}``. Every evaluation logs the model kind's dev
+losses over the dev list and its views of a few FIXED dev utterances (the first
+``data.num_fixed_utterances`` ids of the dev list; vc/kinds/). The attention
+model's include the alignment-evolution strip that this module keeps: the
+utterance's free-running alignment at K evaluations spread over the run (the
+first ones, log-spaced ones, the latest) side by side (also written as PNG
+under EXP/alignments/; every evaluation's alignment is kept there as
+stepNNNNNNN.npy). Alignment health is judged on free-running decodes:
 teacher-forced maps look diagonal long before the model converts on its own.
 """
 
@@ -23,19 +24,10 @@ from vc.artifacts.checkpoint import private_rng
 from vc.audio import FeatureStats
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import Config
-from vc.evaluation.metrics import diagonal_ratio, focus_rate
 from vc.fileio import atomic_open, writing
-from vc.model import Seq2SeqVC, decoder_steps
-from vc.plotting import (
-    alignment_figure,
-    durations_figure,
-    evolution_figure,
-    mel_figure,
-    save_figure,
-    stop_figure,
-)
+from vc.kinds import DevViews, get_kind
+from vc.plotting import evolution_figure, save_figure
 from vc.training.data import ParallelDataset, batches_in_order, collate
-from vc.training.losses import student_losses, teacher_forced_losses
 from vc.training.selection import free_running_distance
 
 log = logging.getLogger(__name__)
@@ -80,14 +72,16 @@ class Monitor:
         self.device = device
         self.tgt_stats = tgt_stats
         self.writer = EventWriter(out_dir / "tensorboard")
-        self.vocoder = GriffinLimVocoder(config.audio, config.vocoder).to(device)
+        self.kind = get_kind(config.model.kind)
+        vocoder = GriffinLimVocoder(config.audio, config.vocoder).to(device)
+        self.views = DevViews(self.writer, vocoder, tgt_stats, config, self._evolution)
 
     def log_train(self, step: int, stats: dict[str, float]) -> None:
         for name, value in stats.items():
             self.writer.add_scalar(f"train/{name}", value, step)
 
     @torch.no_grad()
-    def evaluate(self, model: Seq2SeqVC, dev_set: ParallelDataset, step: int) -> float:
+    def evaluate(self, model: torch.nn.Module, dev_set: ParallelDataset, step: int) -> float:
         """Log the dev views and return the score that train.select_by ranks checkpoints by (lower wins).
 
         The teacher-forced dev loss over the whole dev list always; with
@@ -97,12 +91,10 @@ class Monitor:
         # A private RNG stream: evaluation neither perturbs training (exact resume)
         # nor changes between evaluations (prenet dropout stays on at inference).
         with private_rng(self.config.train.seed, self.device):
-            if self.config.model.kind == "nonautoregressive":
-                valid_loss = self._student_dev_loss(model, dev_set, step)
-                self._student_fixed_utterances(model, dev_set, step)
-            else:
-                valid_loss = self._dev_loss(model, dev_set, step)
-                self._fixed_utterances(model, dev_set, step)
+            valid_loss = self._dev_loss(model, dev_set, step)
+            count = min(self.config.data.num_fixed_utterances, len(dev_set))
+            batch = collate([dev_set[k] for k in range(count)]).to(self.device)
+            self.kind.log_fixed_utterances(self.views, model, batch, step)
         if self.config.train.select_by == "loss":
             score = valid_loss
         else:
@@ -116,114 +108,21 @@ class Monitor:
         return score
 
     def _dev_loss(self, model, dev_set, step) -> float:
-        totals: dict[str, float] = {}
+        """The kind's dev losses over the whole dev list, frame-weighted; their selection terms summed."""
+        totals = dict.fromkeys(self.kind.dev_terms, 0.0)
         frames = 0
         for batch in batches_in_order(dev_set, self.config.data.batch_size):
             batch = batch.to(self.device)
-            losses = teacher_forced_losses(model, batch, self.config, guided_weight=1.0)
-            weight = int(batch.tgt_lens.sum())
-            frames += weight
-            for name in ("spectral", "stop", "guided_attention"):
-                totals[name] = totals.get(name, 0.0) + float(getattr(losses, name)) * weight
-        for name, value in totals.items():
-            self.writer.add_scalar(f"valid/loss/{name}", value / frames, step)
-        # Model selection uses what conversion needs: spectra and stopping.
-        valid_loss = (totals["spectral"] + totals["stop"]) / frames
-        self.writer.add_scalar("valid/loss/total", valid_loss, step)
-        return valid_loss
-
-    def _student_dev_loss(self, model, dev_set, step) -> float:
-        """The non-autoregressive converter's dev losses; spectral + duration ranks checkpoints."""
-        totals = {"spectral": 0.0, "duration": 0.0}
-        frames = 0
-        for batch in batches_in_order(dev_set, self.config.data.batch_size):
-            losses = student_losses(model, batch.to(self.device), self.config)
+            losses = self.kind.losses(model, batch, self.config, step=None)
             weight = int(batch.tgt_lens.sum())
             frames += weight
             for name in totals:
                 totals[name] += float(getattr(losses, name)) * weight
         for name, value in totals.items():
             self.writer.add_scalar(f"valid/loss/{name}", value / frames, step)
-        valid_loss = (totals["spectral"] + totals["duration"]) / frames
+        valid_loss = sum(totals[name] for name in self.kind.selection_terms) / frames
         self.writer.add_scalar("valid/loss/total", valid_loss, step)
         return valid_loss
-
-    def _student_fixed_utterances(self, model, dev_set, step) -> None:
-        """Per fixed dev utterance: extracted vs predicted durations, target vs converted mels, audio."""
-        count = min(self.config.data.num_fixed_utterances, len(dev_set))
-        batch = collate([dev_set[k] for k in range(count)]).to(self.device)
-        free = model.inference(batch.src, batch.src_lens, self.config.inference)
-        length_ratio = (free.lens.float() / batch.tgt_lens.float()).mean()
-        self.writer.add_scalar("valid/durations/length_ratio", float(length_ratio), step)
-        log.info("step %d: predicted length / target length %.2f", step, float(length_ratio))
-        waves, wave_lens = self.vocoder(self.tgt_stats.denormalize(free.after), free.lens)
-        for k, utt_id in enumerate(batch.utt_ids):
-            steps = int(free.enc_lens[k])
-            extracted = batch.durations[k, :steps].cpu().numpy()
-            predicted = free.durations[k, :steps].cpu().numpy()
-            self.writer.add_figure(
-                f"valid/durations/{utt_id}",
-                durations_figure(extracted, predicted, f"{utt_id} step {step}"),
-                step,
-            )
-            target = batch.tgt[k, : int(batch.tgt_lens[k])].cpu().numpy()
-            converted = free.after[k, : int(free.lens[k])].float().cpu().numpy()
-            self.writer.add_figure(f"valid/mel/{utt_id}", mel_figure(target, converted, utt_id), step)
-            wave = waves[k, : int(wave_lens[k])].float().cpu()
-            self.writer.add_audio(
-                f"valid/audio/{utt_id}",
-                wave.clamp(-1, 1)[None],
-                step,
-                sample_rate=self.config.audio.sample_rate,
-            )
-
-    def _fixed_utterances(self, model, dev_set, step) -> None:
-        count = min(self.config.data.num_fixed_utterances, len(dev_set))
-        batch = collate([dev_set[k] for k in range(count)]).to(self.device)
-        r = self.config.model.reduction_factor
-        teacher = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
-        free = model.inference(batch.src, batch.src_lens, self.config.inference)
-        free_steps = decoder_steps(free.lens, r)
-        focus = focus_rate(free.alignments, free_steps, free.enc_lens)
-        diagonal = diagonal_ratio(free.alignments, free_steps, free.enc_lens)
-        self.writer.add_scalar("valid/align/focus_rate", float(focus.mean()), step)
-        self.writer.add_scalar("valid/align/diagonal", float(diagonal.mean()), step)
-        length_ratio = (free.lens.float() / batch.tgt_lens.float()).mean()
-        self.writer.add_scalar("valid/align/length_ratio", float(length_ratio), step)
-        log.info(
-            "step %d: focus rate %.3f, diagonal %.3f, length ratio %.2f",
-            step,
-            float(focus.mean()),
-            float(diagonal.mean()),
-            float(length_ratio),
-        )
-        waves, wave_lens = self.vocoder(self.tgt_stats.denormalize(free.after), free.lens)
-        teacher_steps = decoder_steps(batch.tgt_lens, r)
-        for k, utt_id in enumerate(batch.utt_ids):
-            enc_len = int(free.enc_lens[k])
-            aligned = free.alignments[k, : int(free_steps[k]), :enc_len].float().cpu().numpy()
-            forced = teacher.alignments[k, : int(teacher_steps[k]), :enc_len].float().cpu().numpy()
-            self.writer.add_figure(
-                f"valid/alignment/{utt_id}", alignment_figure(aligned, f"{utt_id} step {step}"), step
-            )
-            self.writer.add_figure(
-                f"valid/alignment_teacher_forced/{utt_id}",
-                alignment_figure(forced, f"{utt_id} teacher-forced, step {step}"),
-                step,
-            )
-            target = batch.tgt[k, : int(batch.tgt_lens[k])].cpu().numpy()
-            predicted = free.after[k, : int(free.lens[k])].float().cpu().numpy()
-            self.writer.add_figure(f"valid/mel/{utt_id}", mel_figure(target, predicted, utt_id), step)
-            stop = torch.sigmoid(free.stop_logits[k, : int(free.lens[k])]).float().cpu().numpy()
-            self.writer.add_figure(f"valid/stop/{utt_id}", stop_figure(stop, int(batch.tgt_lens[k])), step)
-            wave = waves[k, : int(wave_lens[k])].float().cpu()
-            self.writer.add_audio(
-                f"valid/audio/{utt_id}",
-                wave.clamp(-1, 1)[None],
-                step,
-                sample_rate=self.config.audio.sample_rate,
-            )
-            self._evolution(utt_id, step, aligned)
 
     def _evolution(self, utt_id: str, step: int, alignment: np.ndarray) -> None:
         """Store this evaluation's alignment on disk and redraw K of those stored, side by side."""

@@ -30,7 +30,7 @@ from vc.audio.voice_warp import VoiceCodebook
 from vc.config import Config, dump_config
 from vc.errors import CheckpointError, DataError, TrainingError, VcError
 from vc.fileio import atomic_write_text
-from vc.model import build_model
+from vc.kinds import get_kind
 from vc.progress import progress
 from vc.training.augment import SourceAugment
 from vc.training.budget import Budget
@@ -44,7 +44,6 @@ from vc.training.data import (
     speaker_list,
     speaker_stats,
 )
-from vc.training.losses import student_losses, teacher_forced_losses
 from vc.training.monitor import Monitor
 from vc.training.nonfinite import NonFiniteGuard, all_finite
 
@@ -95,16 +94,13 @@ class Trainer:
         self.progress = progress
         self.rank, self.world_size, self.device = setup_distributed()
         self.is_main = self.rank == 0
+        self.kind = get_kind(config.model.kind)
+        self.kind.check(config)
         # Ranks draw different dropout masks; DDP copies rank 0's initial weights to all.
         torch.manual_seed(config.train.seed + self.rank)
         self._load_data()
-        self.model = build_model(config.audio.n_mels, config.model).to(self.device)
-        if self.durations is not None:
-            # The duration predictor starts at log(1 + the mean frames per step): an untrained student
-            # speaks at the average rate instead of collapsing every step to zero frames.
-            rate = torch.cat([d.float() for d in self.durations.values()]).mean()
-            with torch.no_grad():
-                self.model.duration_predictor.out.bias.fill_(float(torch.log1p(rate)))
+        self.model = self.kind.build(config.audio.n_mels, config.model).to(self.device)
+        self.kind.initialise(self.model, self.durations)
         if config.train.init_from and not resume:
             self._init_weights(config.train.init_from)
         self.optimizer = torch.optim.AdamW(
@@ -152,12 +148,12 @@ class Trainer:
         )
 
     def _durations(self, train, dev) -> dict[str, torch.Tensor] | None:
-        """The non-autoregressive converter's durations (data.durations), checked against the features."""
-        if self.config.model.kind != "nonautoregressive":
+        """The durations a kind trains on (data.durations), checked against the features; else None."""
+        if not self.kind.needs_durations:
             return None
         if not self.config.data.durations:
             raise DataError(
-                "model.kind nonautoregressive needs data.durations (the file vc durations writes)"
+                f"model.kind {self.kind.name} needs data.durations (the file vc durations writes)"
             )
         factor = self.config.model.encoder_reduction_factor
         durations = load_durations(self.config.data.durations, factor)
@@ -201,10 +197,6 @@ class Trainer:
         )
 
     # ------------------------------------------------------------ training
-    def guided_attention_weight(self) -> float:
-        t = self.config.train
-        return t.guided_attention_weight * t.guided_attention_decay ** (self.step / 1000)
-
     def train_step(self, batch) -> dict[str, float]:
         t = self.config.train
         batch = batch.to(self.device)
@@ -213,10 +205,7 @@ class Trainer:
         model = self.ddp or self.model
         model.train()
         with torch.autocast(self.device.type, enabled=self.use_amp):
-            if self.config.model.kind == "nonautoregressive":
-                losses = student_losses(model, batch, self.config)
-            else:
-                losses = teacher_forced_losses(model, batch, self.config, self.guided_attention_weight())
+            losses = self.kind.losses(model, batch, self.config, self.step)
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(losses.total).backward()
         self.scaler.unscale_(self.optimizer)
@@ -231,8 +220,7 @@ class Trainer:
         stats = {f"loss/{name}": value.item() for name, value in losses._asdict().items()}
         stats.update({"opt/grad_norm": float(grad_norm), "opt/lr": self.scheduler.get_last_lr()[0]})
         stats["opt/skipped_updates"] = self.guard.skipped
-        if self.config.model.kind == "attention":
-            stats["opt/guided_attention_weight"] = self.guided_attention_weight()
+        stats.update(self.kind.step_stats(self.config, self.step))
         return stats
 
     def _finite_on_every_rank(self, loss: torch.Tensor, grad_norm: torch.Tensor) -> bool:

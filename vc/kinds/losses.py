@@ -1,5 +1,5 @@
 """Training losses: masked spectral L1 + L2, stop-token BCE, guided attention; the non-autoregressive
-converter's spectral and duration losses."""
+converter's spectral and duration losses. Each model kind (vc/kinds/) runs its forward and picks its terms."""
 
 from __future__ import annotations
 
@@ -104,21 +104,6 @@ def compute_losses(
     return Losses(spectral + stop + guided_weight * guided, spectral, stop, guided)
 
 
-def teacher_forced_losses(model, batch, config, guided_weight: float) -> Losses:
-    """Teacher-forced forward of a vc.training.data.Batch and its losses, as training and validation compute them."""
-    out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
-    t = config.train
-    return compute_losses(
-        out,
-        batch.tgt,
-        batch.tgt_lens,
-        config.model.reduction_factor,
-        t.stop_pos_weight,
-        t.guided_attention_sigma,
-        guided_weight,
-    )
-
-
 class StudentLosses(NamedTuple):
     total: torch.Tensor
     spectral: torch.Tensor  # L1 + L2 before and after the postnet
@@ -132,16 +117,3 @@ def duration_loss(
     valid = (~make_pad_mask(enc_lens, durations.shape[1])).to(log_durations.dtype)
     target = torch.log1p(durations.to(log_durations.dtype))
     return ((log_durations - target).square() * valid).sum() / valid.sum()
-
-
-def student_losses(model, batch, config) -> StudentLosses:
-    """The non-autoregressive converter's forward at the extracted durations, and its losses.
-
-    Shapes: batch.durations (B, N) sum to batch.tgt_lens, so the output has the target's frames.
-    """
-    out = model(batch.src, batch.src_lens, batch.durations)
-    spectral = masked_spectral_loss(out.before, batch.tgt, batch.tgt_lens) + masked_spectral_loss(
-        out.after, batch.tgt, batch.tgt_lens
-    )
-    duration = duration_loss(out.log_durations, batch.durations, out.enc_lens)
-    return StudentLosses(spectral + config.train.duration_loss_weight * duration, spectral, duration)

@@ -1,0 +1,34 @@
+"""Model kinds: each one module that owns its network, its training step, its dev views and the choices
+conversion makes for it (vc/kinds/base.py says what a kind answers).
+
+The trainer, the monitor, the Converter, teacher forcing and the durations tools ask
+``get_kind(config.model.kind)``. Adding a kind is one module and one line in KINDS.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from vc.config import ModelConfig
+from vc.errors import ConfigError
+from vc.kinds.attention import ATTENTION
+from vc.kinds.base import DevViews, ModelKind
+from vc.kinds.nonautoregressive import NONAUTOREGRESSIVE
+
+KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE)}
+
+
+def get_kind(name: str) -> ModelKind:
+    """The kind model.kind names; a ConfigError listing the known ones for any other name."""
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise ConfigError(f"model.kind must be one of {', '.join(KINDS)}, got {name!r}") from None
+
+
+def build_model(n_mels: int, config: ModelConfig) -> nn.Module:
+    """The network of the kind model.kind names."""
+    return get_kind(config.kind).build(n_mels, config)
+
+
+__all__ = ["KINDS", "DevViews", "ModelKind", "build_model", "get_kind"]

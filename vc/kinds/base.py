@@ -1,0 +1,88 @@
+"""What every model kind answers: the trainer, the monitor, the Converter, teacher forcing and the
+durations tools ask these instead of comparing ``model.kind`` strings.
+
+A kind (seq2seq-vc's ar_vc / nar_vc trainers, coqui's per-model train_step, ESPnet2's
+model.forward returning loss and stats) owns its network, its forward-and-losses
+step, its dev evaluation and TensorBoard views, and the few choices conversion
+makes per kind. The base class holds the defaults a plain kind needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from vc.config import Config, InferenceConfig, ModelConfig
+
+
+@dataclass
+class DevViews:
+    """What a kind's dev views write to: the monitor's TensorBoard writer and its tools."""
+
+    writer: Any  # a SummaryWriter (vc.training.monitor.EventWriter)
+    vocoder: nn.Module  # Griffin-Lim without the mel -> linear network: (B, T, n_mels), lens -> waves
+    target_stats: Any  # vc.audio.FeatureStats of the target speaker
+    config: Config
+    # (utt_id, step, alignment) -> None: stores an alignment for the evolution strip
+    evolution: Callable[[str, int, np.ndarray], None]
+
+    def audio(self, utt_id: str, wave: torch.Tensor, step: int) -> None:
+        self.writer.add_audio(
+            f"valid/audio/{utt_id}", wave.clamp(-1, 1)[None], step, sample_rate=self.config.audio.sample_rate
+        )
+
+
+class ModelKind:
+    """One model kind. Subclasses set ``name`` and ``network`` and override what differs."""
+
+    name: str = ""
+    network: Callable[[int, ModelConfig], nn.Module]  # (n_mels, model config) -> the network
+    needs_durations = False  # trains on data.durations (frames per encoder step)
+    teaches_durations = False  # its teacher-forced alignments time another kind (vc durations)
+    # The dev losses logged (valid/loss/<name>), and those summed into the score best.pt is chosen by.
+    dev_terms: tuple[str, ...] = ("spectral",)
+    selection_terms: tuple[str, ...] = ("spectral",)
+
+    def build(self, n_mels: int, config: ModelConfig) -> nn.Module:
+        return self.network(n_mels, config)
+
+    def check(self, config: Config) -> None:
+        """Raise ConfigError for settings this kind cannot train with."""
+
+    def initialise(self, model: nn.Module, durations: dict[str, torch.Tensor] | None) -> None:
+        """Set up a new network before its first step (the training durations when it needs them)."""
+
+    def losses(self, model: nn.Module, batch, config: Config, step: int | None) -> NamedTuple:
+        """Forward a vc.training.data.Batch and return its losses (field ``total`` first).
+
+        ``step`` is the training step about to be taken; None on the dev set."""
+        raise NotImplementedError
+
+    def step_stats(self, config: Config, step: int) -> dict[str, float]:
+        """Training scalars beside the losses (train/opt/...)."""
+        return {}
+
+    def log_fixed_utterances(self, views: DevViews, model: nn.Module, batch, step: int) -> None:
+        """TensorBoard views of the fixed dev utterances (a collated Batch) at an evaluation."""
+
+    def prepare_for_conversion(self, model: nn.Module, inference: InferenceConfig) -> None:
+        """Conversion settings that live on the network."""
+
+    def teacher_forced(self, model: nn.Module, src, src_lens, tgt, tgt_lens, durations) -> NamedTuple:
+        """The prediction at the target's own timing (normalised ``tgt``; ``durations``, (B, N), when
+        needs_durations), for the networks that learn from it."""
+        raise NotImplementedError
+
+    def frames_per_row(self, config: ModelConfig) -> int:
+        """Output frames per alignment row (the output's alignments are rows x encoder steps)."""
+        return 1
+
+    def alignment_rows(self, out_lens: torch.Tensor, config: ModelConfig) -> torch.Tensor:
+        """(B,) alignment rows of each output of ``out_lens`` frames."""
+        factor = self.frames_per_row(config)
+        return (out_lens + factor - 1) // factor
