@@ -145,7 +145,7 @@ def load_converter(setup: Setup):
 
     from vc.config import load_config
     from vc.inference import Converter
-    from vc.model import build_model
+    from vc.kinds import build_model
 
     if setup.checkpoint:
         start = time.perf_counter()
