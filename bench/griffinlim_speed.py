@@ -59,9 +59,7 @@ def stft_kwargs(audio) -> dict:
     return dict(n_fft=audio.n_fft, hop_length=audio.hop_length, win_length=audio.win_length)
 
 
-def ours(
-    mags: list[np.ndarray], seeds: list[int], audio, n_iter: int = N_ITER, **accelerated
-) -> list[np.ndarray]:
+def ours(mags: list[np.ndarray], seeds: list[int], audio, n_iter: int = N_ITER) -> list[np.ndarray]:
     """vc.audio.griffin_lim.griffin_lim on a zero-padded batch (frame_lens) or a single item."""
     frames = max(m.shape[1] for m in mags)
     batch = np.zeros((len(mags), mags[0].shape[0], frames), dtype=np.float32)
@@ -77,7 +75,6 @@ def ours(
         momentum=MOMENTUM,
         init=torch.from_numpy(phase),
         frame_lens=frame_lens,
-        **accelerated,
         **stft_kwargs(audio),
     )
     return [waves[k, : (m.shape[1] - 1) * audio.hop_length].numpy() for k, m in enumerate(mags)]
@@ -220,7 +217,7 @@ def librosa_stacked_supported(mags, audio) -> bool:
     return out.shape == (2, 7 * audio.hop_length)
 
 
-def iterations_to_reach(target: float, mags, audio, **accelerated) -> tuple[int | None, float]:
+def iterations_to_reach(target: float, mags, audio) -> tuple[int | None, float]:
     """Fewest iterations whose mean spectral convergence is <= target * (1 + SC_TOLERANCE), and that SC.
 
     Bisection over 1..MAX_ITER on batch-8 runs: spectral convergence falls with the iteration
@@ -232,7 +229,7 @@ def iterations_to_reach(target: float, mags, audio, **accelerated) -> tuple[int 
     def mean_sc(n_iter: int) -> float:
         waves = []
         for group in groups:
-            waves += ours([mags[k] for k in group], [SEED + k for k in group], audio, n_iter, **accelerated)
+            waves += ours([mags[k] for k in group], [SEED + k for k in group], audio, n_iter)
         order = [k for group in groups for k in group]
         return statistics.mean(convergence([mags[k] for k in order], waves, audio))
 
@@ -251,33 +248,31 @@ def iterations_to_reach(target: float, mags, audio, **accelerated) -> tuple[int 
 def matched_quality(mags, audio, librosa_rows: dict, repeats: int) -> dict:
     """Iterations and time for ours to reach librosa-32's spectral convergence (batch 1 and 8)."""
     target = librosa_rows["1"]["spectral_convergence"]
-    variants = {"fast Griffin-Lim": {}}
+    n_iter, sc = iterations_to_reach(target, mags, audio)
     result = {
         "librosa_n_iter": N_ITER,
         "librosa_spectral_convergence": target,
         "tolerance": SC_TOLERANCE,
         "max_iter": MAX_ITER,
+        "n_iter": n_iter,
+        "spectral_convergence": sc,
     }
-    for name, accelerated in variants.items():
-        n_iter, sc = iterations_to_reach(target, mags, audio, **accelerated)
-        entry = {"parameters": accelerated, "n_iter": n_iter, "spectral_convergence": sc}
-        if n_iter is not None:
-            for batch_size in (1, 8):
-                groups = groups_for(len(mags), batch_size, mags)
-                fns = {
-                    "ours": lambda items, seeds, n=n_iter, a=accelerated: ours(items, seeds, audio, n, **a),
-                    "librosa": lambda items, seeds: librosa_loop(items, seeds, audio),
-                }
-                rows = run_methods(fns, mags, groups, repeats, audio)
-                entry[str(batch_size)] = {
-                    "ms_per_utterance": 1000 * rows["ours"]["seconds_per_utterance"],
-                    "librosa_ms_per_utterance": 1000 * rows["librosa"]["seconds_per_utterance"],
-                    "speedup": rows["librosa"]["seconds_per_utterance"]
-                    / rows["ours"]["seconds_per_utterance"],
-                    "speedup_of_minima": rows["librosa"]["min_seconds_per_utterance"]
-                    / rows["ours"]["min_seconds_per_utterance"],
-                }
-        result[name] = entry
+    if n_iter is None:
+        return result
+    for batch_size in (1, 8):
+        groups = groups_for(len(mags), batch_size, mags)
+        fns = {
+            "ours": lambda items, seeds: ours(items, seeds, audio, n_iter),
+            "librosa": lambda items, seeds: librosa_loop(items, seeds, audio),
+        }
+        rows = run_methods(fns, mags, groups, repeats, audio)
+        result[str(batch_size)] = {
+            "ms_per_utterance": 1000 * rows["ours"]["seconds_per_utterance"],
+            "librosa_ms_per_utterance": 1000 * rows["librosa"]["seconds_per_utterance"],
+            "speedup": rows["librosa"]["seconds_per_utterance"] / rows["ours"]["seconds_per_utterance"],
+            "speedup_of_minima": rows["librosa"]["min_seconds_per_utterance"]
+            / rows["ours"]["min_seconds_per_utterance"],
+        }
     return result
 
 

@@ -1,14 +1,16 @@
-"""One CLI convention: help with a description, an example and defaults; --out-dir folders; --set
-overrides; starter configs by name; the conversion's thread count."""
+"""One CLI convention: one module per subcommand, help with a description, an example and defaults;
+--out-dir folders; --set overrides; starter configs by name; the conversion's thread count; the
+checks a library caller shares."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from vc.cli import build_parser, convert_threads, main
+from vc.cli import COMMANDS, build_parser, main
 from vc.config import load_config, starter_configs
 from vc.errors import ConfigError
+from vc.inference.files import DEFAULT_CONVERT_THREADS, convert_threads
 
 
 def subcommands() -> dict:
@@ -23,6 +25,21 @@ def test_every_subcommand_help_has_a_description_an_example_and_defaults(name):
     assert len(example) == 2 and "vc " in example[1], text
     description = text.split("\n\n")[1]
     assert description.strip() and description.strip()[0].isupper()
+
+
+def test_each_subcommand_is_one_module_with_its_parser_and_handler():
+    for name, sub in subcommands().items():
+        module = sub.get_default("func").__module__
+        assert module == f"vc.cli.{name.replace('-', '_')}", (name, module)
+    assert len(COMMANDS) == len(subcommands())
+
+
+def test_the_old_names_are_gone():
+    assert "vocoder-train" not in subcommands()
+    for name in ("convert", "export"):
+        options = {o for action in subcommands()[name]._actions for o in action.option_strings}
+        assert {"--mel2linear", "--no-mel2linear"} <= options
+        assert not {"--vocoder-net", "--no-vocoder-net"} & options
 
 
 def test_help_shows_the_defaults():
@@ -48,7 +65,11 @@ def test_starter_configs_load_by_name_and_are_listed_in_the_help():
 
 
 def test_conversion_threads_come_from_the_flag_then_vc_threads(monkeypatch):
+    from vc.cli.convert import DEFAULT_THREADS_SHOWN
+
+    assert DEFAULT_THREADS_SHOWN == DEFAULT_CONVERT_THREADS  # the --help names the library's default
     monkeypatch.delenv("VC_THREADS", raising=False)
+    assert convert_threads(None) == DEFAULT_CONVERT_THREADS
     assert convert_threads(3) == 3
     monkeypatch.setenv("VC_THREADS", "2")
     assert convert_threads(None) == 2 and convert_threads(1) == 1
@@ -77,3 +98,36 @@ def test_vc_convert_sets_the_thread_count(checkpoint, tmp_path, monkeypatch):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ([], "needs --checkpoint (an attention model) or --dtw, not both"),
+        (["--checkpoint", "teacher.pt", "--dtw", "--config", "student"], "or --dtw, not both"),
+        (["--dtw"], "--dtw needs --config"),
+        (
+            ["--checkpoint", "teacher.pt", "--set", "model.encoder_reduction_factor=1"],
+            "--set goes with --dtw",
+        ),
+    ],
+)
+def test_durations_refuses_an_unclear_request_in_one_line(tmp_path, capsys, options, message):
+    out = tmp_path / "durations.pt"
+    argv = ["durations", "list.tsv", "--features-dir", str(tmp_path), "--out", str(out), *options]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("vc durations: error:") and message in err, err
+    assert not out.exists()
+
+
+def test_durations_checks_are_the_library_s(tmp_path):
+    from vc.errors import OutputExistsError
+    from vc.training.durations import write_durations
+
+    with pytest.raises(ConfigError, match="--dtw needs --config"):
+        write_durations(["list.tsv"], tmp_path, tmp_path / "d.pt", dtw=True)
+    (tmp_path / "d.pt").write_bytes(b"kept")
+    with pytest.raises(OutputExistsError, match="already exists"):
+        write_durations(["list.tsv"], tmp_path, tmp_path / "d.pt", checkpoint="teacher.pt")
+    assert (tmp_path / "d.pt").read_bytes() == b"kept"

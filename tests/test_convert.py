@@ -228,7 +228,7 @@ def test_utterance_normalization_makes_the_input_level_irrelevant(checkpoint):
     torch.testing.assert_close(by_utterance.mean(dim=1), torch.zeros(2, N_MELS), atol=1e-4, rtol=0)
 
 
-# ---------------------------------------------------------------- nothing lost, nothing dropped (issue 12)
+# ---------------------------------------------------------------------------- nothing lost, nothing dropped
 
 
 @pytest.mark.parametrize("spelling", ["same path", "other spelling", "symlink", "hard link"])
@@ -305,7 +305,7 @@ def test_strict_stops_at_the_first_unusable_input_and_writes_nothing(tmp_path, c
     assert not out.exists() or not list(out.iterdir())
 
 
-# ------------------------------------------ an existing output is replaced only when asked (issue 34)
+# ---------------------------------------------------- an existing output is replaced only when asked
 
 
 def test_an_existing_output_is_refused_before_any_work_unless_overwrite(tmp_path, checkpoint, capsys):
@@ -361,7 +361,32 @@ def test_overwrite_never_lets_an_output_replace_its_input(tmp_path, checkpoint, 
     assert source.read_bytes() == before
 
 
-# --------------------------------------------- library noise never reaches the user (issue 12)
+def test_a_library_caller_gets_the_same_output_checks_as_vc_convert(tmp_path):
+    """plan_conversion: vc convert's path checks, for a caller of the Python API."""
+    from vc.inference.files import plan_conversion
+
+    source, out = tmp_path / "in.wav", tmp_path / "out.wav"
+    sf.write(source, speech_like(0.5), 16000)
+    plan = plan_conversion([source, out], save_alignment=str(tmp_path / "a.npy"))
+    assert plan.inputs == [source] and plan.outputs == [out] and plan.alignments == [tmp_path / "a.npy"]
+    plan = plan_conversion([source], out_dir=tmp_path / "o", save_alignment="png")
+    assert plan.outputs == [tmp_path / "o" / "in.wav"]
+    assert plan.alignments == [tmp_path / "o" / "in_alignment.png"]
+    out.write_bytes(b"the user's file")
+    for paths, options, message in [
+        ([source, source], {}, "is the input"),
+        ([source, out], {}, "add --overwrite"),
+        ([source, out], {"overwrite": True, "save_alignment": "a.txt"}, "must end in .png or .npy"),
+        ([source], {}, "give IN OUT"),
+        ([tmp_path, out], {}, "is a folder; use --out-dir"),
+        ([source], {"out_dir": tmp_path, "save_alignment": "svg"}, "takes a format: png or npy"),
+    ]:
+        with pytest.raises(AudioError, match=message):
+            plan_conversion(paths, **options)
+    assert plan_conversion([source, out], overwrite=True).outputs == [out]
+
+
+# ------------------------------------------------------------ library noise never reaches the user
 
 FULL_DISK = """
 import resource, signal, sys

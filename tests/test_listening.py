@@ -14,7 +14,7 @@ from tests.synthetic_exp import UTTS, make_experiment, write_scores
 from vc.cli import main
 from vc.evaluation.curve import alignment_curve
 from vc.listening import build_report
-from vc.training.monitor import evolution_steps, load_evolution
+from vc.plotting import evolution_steps, load_evolution
 
 
 def test_evolution_steps_spread_over_the_run():

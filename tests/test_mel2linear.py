@@ -16,39 +16,37 @@ from vc.artifacts.mel2linear import (
     COMPANION_NAME,
     build_vocoder,
     find_mel2linear,
-    load_mel2linear,
+    load_companion_mel2linear,
     save_mel2linear,
 )
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.cli import main
 from vc.config import AudioConfig, VocoderConfig
 from vc.errors import CheckpointError
-from vc.model.mel2linear import ARCHITECTURES, Mel2Linear, fit_linear
+from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.training.mel2linear import masked_l1, spectral_convergence_loss
 
 N_MELS, N_BINS = 6, 9
 SMALL = AudioConfig(sample_rate=8000, n_fft=256, win_length=256, hop_length=64, n_mels=N_MELS, fmax=4000.0)
 
 
-def tiny(architecture: str) -> Mel2Linear:
+def tiny() -> Mel2Linear:
     torch.manual_seed(0)
-    net = Mel2Linear(N_MELS, N_BINS, architecture, channels=8, layers=2, kernel=3)
+    net = Mel2Linear(N_MELS, N_BINS, channels=8, layers=2, kernel=3)
     for p in net.out.parameters():  # zero-initialised: give the body a path to the output
         torch.nn.init.normal_(p, std=0.1)
     return net
 
 
-@pytest.mark.parametrize("architecture", ARCHITECTURES)
-def test_shapes_and_padding_is_zero(architecture):
-    net = tiny(architecture).eval()
+def test_shapes_and_padding_is_zero():
+    net = tiny().eval()
     out = net(torch.randn(2, 7, N_MELS), torch.tensor([7, 4]))
     assert out.shape == (2, 7, N_BINS)
     assert torch.all(out[1, 4:] == 0)
 
 
-@pytest.mark.parametrize("architecture", ARCHITECTURES)
-def test_padding_does_not_change_valid_frames(architecture):
-    net = tiny(architecture).eval()
+def test_padding_does_not_change_valid_frames():
+    net = tiny().eval()
     short = torch.randn(1, 5, N_MELS)
     batch = torch.cat([torch.randn(1, 9, N_MELS), torch.cat([short, 100 * torch.randn(1, 4, N_MELS)], 1)])
     together = net(batch, torch.tensor([9, 5]))
@@ -56,9 +54,8 @@ def test_padding_does_not_change_valid_frames(architecture):
     torch.testing.assert_close(together[1, :5], alone[0], atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("architecture", ARCHITECTURES)
-def test_every_parameter_gets_a_gradient(architecture):
-    net = tiny(architecture).train()
+def test_every_parameter_gets_a_gradient():
+    net = tiny().train()
     lens = torch.tensor([7, 5])
     loss = masked_l1(net(torch.randn(2, 7, N_MELS), lens), torch.randn(2, 7, N_BINS), lens)
     loss.backward()
@@ -95,30 +92,43 @@ def test_fit_linear_recovers_a_linear_map():
 
 
 def test_save_load_round_trip_and_refusals(tmp_path):
-    net = tiny("resconv").eval()
+    net = tiny().eval()
     path = tmp_path / "net.pt"
-    save_mel2linear(
-        path, net, dataclasses.replace(SMALL, n_fft=16, win_length=16, hop_length=4), {"steps": 3}
-    )
-    loaded = load_mel2linear(path)
+    audio = dataclasses.replace(SMALL, n_fft=16, win_length=16, hop_length=4)
+    save_mel2linear(path, net, audio, {"steps": 3})
+    loaded = load_companion_mel2linear(audio, None, path)
     x = torch.randn(1, 6, N_MELS)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), net(x))
     with pytest.raises(CheckpointError, match="audio.sample_rate=8000"):
-        load_mel2linear(path, AudioConfig(n_mels=N_MELS))
+        load_companion_mel2linear(AudioConfig(n_mels=N_MELS), None, path)
     (tmp_path / "bad.pt").write_bytes(b"not a network")
     with pytest.raises(CheckpointError, match="not a readable mel2linear network"):
-        load_mel2linear(tmp_path / "bad.pt")
+        load_companion_mel2linear(audio, None, tmp_path / "bad.pt")
     torch.save({"format": "something else"}, tmp_path / "foreign.pt")
     with pytest.raises(CheckpointError, match="no 'vc-mel2linear' marker"):
-        load_mel2linear(tmp_path / "foreign.pt")
+        load_companion_mel2linear(audio, None, tmp_path / "foreign.pt")
     with pytest.raises(CheckpointError, match="not found"):
-        load_mel2linear(tmp_path / "missing.pt")
+        load_companion_mel2linear(audio, None, tmp_path / "missing.pt")
+
+
+def test_a_file_that_names_the_only_body_still_loads(tmp_path):
+    """Files from before the body's name was dropped record architecture "resconv"."""
+    path = tmp_path / "old.pt"
+    save_mel2linear(path, tiny(), SMALL)
+    payload = torch.load(path, weights_only=True)
+    payload["hparams"]["architecture"] = "resconv"
+    torch.save(payload, path)
+    assert isinstance(load_companion_mel2linear(SMALL, None, path), Mel2Linear)
+    payload["hparams"]["architecture"] = "cbhg"
+    torch.save(payload, path)
+    with pytest.raises(CheckpointError, match="unknown architecture 'cbhg'"):
+        load_companion_mel2linear(SMALL, None, path)
 
 
 def test_vocoder_uses_the_network_magnitude():
     audio = dataclasses.replace(SMALL, n_fft=16, win_length=16, hop_length=4, n_mels=N_MELS, fmin=0.0)
-    net = tiny("resconv").eval()
+    net = tiny().eval()
     vocoder = GriffinLimVocoder(audio, VocoderConfig(griffin_lim_iters=2), net)
     logmel = torch.randn(2, 10, N_MELS) - 2
     lens = torch.tensor([10, 6])
@@ -171,7 +181,7 @@ def test_vocoder_train_cli_on_synthetic_audio(tmp_path, capsys):
     argv = ["mel2linear-train", str(folder), "--out", str(out), "--config", str(config), "--no-progress"]
     assert main([*argv, "--max-steps", "3", "--batch-size", "2", "--valid-files", "1"]) == 0
     assert "mel -> linear network" in capsys.readouterr().out
-    net = load_mel2linear(out, SMALL)
+    net = load_companion_mel2linear(SMALL, None, out)
     assert net.hparams["n_bins"] == SMALL.n_fft // 2 + 1
     # its losses in TensorBoard, beside the model's logs: the validation before training and at the end
     assert tensorboard_scalars(tmp_path / "exp" / "tensorboard" / "mel2linear")["mel2linear/valid_db"] == [
@@ -195,7 +205,7 @@ def test_mel2linear_train_learns_from_predicted_mels_too(model_checkpoint, tmp_p
     config_file.write_text(yaml.safe_dump({"audio": dataclasses.asdict(config.audio)}))
     first, tuned = tmp_path / "first.pt", tmp_path / "tuned.pt"
     common = ["--config", str(config_file), "--no-progress", "--max-steps", "2", "--batch-size", "2"]
-    assert main(["vocoder-train", str(pairs), "--out", str(first), *common]) == 0  # the old name still works
+    assert main(["mel2linear-train", str(pairs), "--out", str(first), *common]) == 0
     argv = ["mel2linear-train", str(pairs), "--out", str(tuned), "--checkpoint", str(path)]
     assert main([*argv, *common]) == 0
     assert "mel -> linear network" in capsys.readouterr().out

@@ -12,6 +12,7 @@ from tests.conftest import ARCTIC
 from tests.helpers import venv_env
 
 RUN = Path(__file__).resolve().parents[1] / "egs" / "arctic" / "vc1" / "run.sh"
+CONFIGS = Path(__file__).resolve().parent / "configs"  # the mini recipe's tiny models
 
 
 @pytest.mark.slow
@@ -24,7 +25,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "--db_root",
         str(ARCTIC),
         "--conf",
-        "conf/ci.yaml",
+        str(CONFIGS / "ci.yaml"),
         "--work",
         str(tmp_path),
         "--data_prep_args",
@@ -38,7 +39,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "--unseen_voices",
         "slt-as-source,bdl-x1.19,espeak-scot-f3",  # a real, a transformed and a synthetic voice
         "--student_conf",  # the default model kind (conf/student.yaml), CI's size
-        "conf/ci_student.yaml",
+        str(CONFIGS / "ci_student.yaml"),
         "--gmm_pairs",
         "3",
         "--gmm_mixtures",

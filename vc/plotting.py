@@ -95,3 +95,32 @@ def save_figure(fig: Figure, path: str | Path) -> None:
     """Write a PNG atomically (temp name, then rename)."""
     with atomic_open(path) as out:
         fig.savefig(out, format="png")
+
+
+def evolution_steps(steps: list[int], count: int) -> list[int]:
+    """Which of the stored evaluations the evolution strip shows: ``count`` of them, in order.
+
+    The first two always (the blur), the last always (the curve as it is now), and
+    log-spaced evaluations between, so the early minutes in which the alignment forms
+    get most of the columns however long the run. Keeping only the last K instead
+    would show K already-sharp diagonals after a normal run.
+    """
+    steps = sorted(set(steps))
+    if count >= len(steps):
+        return steps
+    if count <= 1:
+        return steps[-count:] if count == 1 else []
+    head = min(2, count - 1)
+    # 1-based evaluation numbers head+1 .. len(steps), log-spaced, then nudged apart.
+    targets = np.geomspace(head + 1, len(steps), count - head) if count - head > 1 else [len(steps)]
+    chosen = list(range(head))
+    for k, target in enumerate(targets):
+        room = len(steps) - (len(targets) - k)  # leave one index for each later column
+        chosen.append(min(max(int(round(target)) - 1, chosen[-1] + 1), room))
+    return [steps[index] for index in chosen]
+
+
+def load_evolution(folder: Path, count: int) -> list[tuple[int, np.ndarray]]:
+    """(step, alignment) of the evaluations evolution_steps picks from FOLDER/stepNNNNNNN.npy."""
+    paths = {int(path.stem[4:]): path for path in folder.glob("step*.npy") if path.stem[4:].isdigit()}
+    return [(step, np.load(paths[step])) for step in evolution_steps(list(paths), count)]

@@ -30,7 +30,16 @@ log = logging.getLogger(__name__)
 FORMAT = "vc-mel2linear"
 COMPANION_NAME = "mel2linear.pt"
 EMBEDDED_KEY = "vocoder_net"  # where `vc export` puts the network inside a model file
-KIND = CompanionKind(Mel2Linear, FORMAT, "mel2linear network", COMPANION_NAME, EMBEDDED_KEY)
+
+
+def _build(architecture: str = "resconv", **hparams) -> Mel2Linear:
+    """Files written before the body's name was dropped record architecture "resconv", the only body."""
+    if architecture != "resconv":
+        raise ValueError(f"unknown architecture {architecture!r}")
+    return Mel2Linear(**hparams)
+
+
+KIND = CompanionKind(_build, FORMAT, "mel2linear network", COMPANION_NAME, EMBEDDED_KEY)
 
 
 def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info: dict | None = None) -> None:
@@ -54,18 +63,6 @@ def mel2linear_from_payload(
     With ``audio``, refuse one trained under other audio settings; ``where`` names it in errors.
     """
     return network_from_payload(payload, KIND.build, KIND.what, where, audio, map_location)
-
-
-def load_mel2linear(
-    path: str | Path, audio: AudioConfig | None = None, map_location: str | torch.device = "cpu"
-) -> Mel2Linear:
-    """The network in eval mode; with ``audio``, refuse one trained under other audio settings."""
-    return mel2linear_from_payload(read_mel2linear_payload(path, map_location), path, audio, map_location)
-
-
-def companion_path(checkpoint: str | Path) -> Path:
-    """Where the network of a conversion checkpoint lives: beside it, named COMPANION_NAME."""
-    return Path(checkpoint).parent / COMPANION_NAME
 
 
 def find_mel2linear(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:

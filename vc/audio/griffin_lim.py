@@ -23,8 +23,8 @@ from vc.errors import ConfigError
 # log_floor (1e-10 by default) before the log, so nothing quieter survives in the
 # features; a floor at the same level is inaudible (-200 dB) yet strictly positive.
 MAGNITUDE_FLOOR = 1e-10
-# Projected-gradient NNLS steps after the pseudo-inverse (see mel_to_linear):
-# about 7 ms per 3 s utterance on a CPU, against about 35 ms for 32 Griffin-Lim iterations.
+# Projected-gradient NNLS steps after the pseudo-inverse (see mel_to_linear): a small cost beside
+# Griffin-Lim's iterations (bench/griffinlim_speed.py).
 NNLS_STEPS = 30
 
 

@@ -1,4 +1,4 @@
-"""Warp an unseen voice toward the source speaker before conversion (issue 11).
+"""Warp an unseen voice toward the source speaker before conversion.
 
 A bdl -> slt model hears bdl's vocal tract in training. A higher voice (a
 woman's, a child's) puts its formants and harmonics higher on the frequency

@@ -1,8 +1,8 @@
 """Files and folders in, files out: what `vc convert` does around the Converter.
 
-Outputs are checked before any work (never an input, never unwritable), each
-is written atomically, and a batch that meets an unreadable file converts the
-rest and lists the failure.
+Outputs are checked before any work (never an input, never an existing file
+unless asked, never unwritable), each is written atomically, and a batch that
+meets an unreadable file converts the rest and lists the failure.
 """
 
 from __future__ import annotations
@@ -16,12 +16,30 @@ import numpy as np
 
 from vc.audio import AUDIO_FORMATS, audio_files, prepare_wave, read_audio, write_audio
 from vc.audio.features import duration_seconds, read_samples
-from vc.errors import AudioError, VcError
-from vc.fileio import atomic_open
+from vc.errors import AudioError, ConfigError, VcError
+from vc.fileio import atomic_open, refuse_overwrite
 from vc.inference.converter import Conversion, Converter
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 
 log = logging.getLogger(__name__)
+
+# Torch threads for a conversion unless the caller or VC_THREADS says otherwise: one. The
+# recurrent decoder runs many small steps; beside other busy processes a second thread made
+# conversion slower, and on an idle machine no faster (bench/cold_start.py measures it).
+# vc/cli/convert.py names this default in its --help.
+DEFAULT_CONVERT_THREADS = 1
+
+
+def convert_threads(given: int | None = None) -> int:
+    """``given`` (--threads), else a positive VC_THREADS, else DEFAULT_CONVERT_THREADS."""
+    if given is not None:
+        return given
+    value = os.environ.get("VC_THREADS", "")
+    if not value:
+        return DEFAULT_CONVERT_THREADS
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"VC_THREADS must be a positive whole number, got {value!r}")
+    return int(value)
 
 
 def collect_inputs(paths: list[str | Path]) -> list[Path]:
@@ -72,6 +90,72 @@ def check_outputs(inputs: list[Path], outputs: list[Path]) -> None:
         claimed[output.resolve()] = output
 
 
+@dataclass
+class ConversionPlan:
+    """Which inputs convert to which outputs (and alignment files), checked before any model loads."""
+
+    inputs: list[Path]
+    outputs: list[Path]
+    alignments: list[Path] | None
+
+
+def plan_conversion(
+    paths: list[str | Path],
+    out_dir: str | Path | None = None,
+    save_alignment: str | None = None,
+    overwrite: bool = False,
+) -> ConversionPlan:
+    """`vc convert`'s paths -> the files it reads and writes, refused now rather than after the work.
+
+    Without ``out_dir``, ``paths`` are IN OUT and ``save_alignment`` a FILE.png or FILE.npy;
+    with it, ``paths`` are inputs (files or folders), each written to out_dir/<name>.wav, and
+    ``save_alignment`` a format, png or npy. No output may be an input or shared by two inputs,
+    and none may exist unless ``overwrite``.
+    """
+    if out_dir is None:
+        plan = _single_output(paths, save_alignment)
+    else:
+        plan = _outputs_in_folder(paths, Path(out_dir), save_alignment)
+    if plan.alignments and plan.alignments[0].suffix not in (".png", ".npy"):
+        raise AudioError(f"--save-alignment must end in .png or .npy, got {plan.alignments[0]}")
+    check_outputs(plan.inputs, plan.outputs + (plan.alignments or []))
+    refuse_existing_outputs(plan, single=out_dir is None, overwrite=overwrite)
+    return plan
+
+
+def _single_output(paths: list[str | Path], save_alignment: str | None) -> ConversionPlan:
+    if len(paths) != 2:
+        raise AudioError("give IN OUT, or several inputs (files or folders) with --out-dir DIR")
+    if Path(paths[0]).is_dir():
+        raise AudioError(f"{paths[0]} is a folder; use --out-dir DIR to convert a folder")
+    alignments = [Path(save_alignment)] if save_alignment else None
+    return ConversionPlan(collect_inputs(paths[:1]), [Path(paths[1])], alignments)
+
+
+def _outputs_in_folder(paths: list[str | Path], out_dir: Path, suffix: str | None) -> ConversionPlan:
+    inputs = collect_inputs(paths)
+    outputs = [out_dir / f"{path.stem}.wav" for path in inputs]
+    if len({o.name for o in outputs}) != len(outputs):
+        raise AudioError("two inputs share a file name; their outputs in --out-dir would collide")
+    if suffix and suffix not in ("png", "npy"):
+        raise AudioError("with --out-dir, --save-alignment takes a format: png or npy")
+    alignments = [o.with_name(f"{o.stem}_alignment.{suffix}") for o in outputs] if suffix else None
+    return ConversionPlan(inputs, outputs, alignments)
+
+
+def refuse_existing_outputs(plan: ConversionPlan, single: bool, overwrite: bool) -> None:
+    """Existing outputs only with ``overwrite``; IN OUT with OUT an existing recording may mean two inputs."""
+    out = plan.outputs[0]
+    if single and out.is_dir():
+        raise AudioError(f"{out} is a folder; use --out-dir {out} to convert into it")
+    if single and not overwrite and out.exists() and out.suffix.lower() in AUDIO_FORMATS:
+        raise AudioError(
+            f"{out} already exists: to convert both files give --out-dir DIR; "
+            f"to replace it with the conversion of {plan.inputs[0]} add --overwrite"
+        )
+    refuse_overwrite(plan.outputs + (plan.alignments or []), overwrite)
+
+
 def _stat(path: Path) -> os.stat_result | None:
     try:
         return path.stat()
@@ -84,7 +168,7 @@ def save_alignment(path: Path, alignment: np.ndarray, title: str) -> None:
         with atomic_open(path) as out:
             np.save(out, alignment)
     else:
-        from vc.plotting import alignment_figure, save_figure  # matplotlib: 0.7 s of a cold start
+        from vc.plotting import alignment_figure, save_figure  # matplotlib: slow to import, PNGs only
 
         save_figure(alignment_figure(alignment, title), path)
 

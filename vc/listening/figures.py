@@ -12,8 +12,7 @@ from matplotlib.figure import Figure
 
 from vc.audio import LogMel, logmel_numpy
 from vc.config import AudioConfig
-from vc.plotting import evolution_figure
-from vc.training.monitor import load_evolution
+from vc.plotting import evolution_figure, load_evolution
 
 # (panel title, [(tag, label)], log scale)
 CURVE_PANELS = (

@@ -24,9 +24,6 @@ from torch.nn import functional as F
 
 from vc.model.layers import make_pad_mask
 
-# Files record the body's name; "resconv" is the only one (a CBHG body was dropped, docs/ablation.md).
-ARCHITECTURES = ("resconv",)
-
 
 class Mel2Linear(nn.Module):
     """log_base mel (B, T, n_mels) -> log10 magnitude (B, T, n_bins).
@@ -41,20 +38,16 @@ class Mel2Linear(nn.Module):
         self,
         n_mels: int,
         n_bins: int,
-        architecture: str = "resconv",
         channels: int = 256,
         layers: int = 4,
         kernel: int = 5,
     ):
         super().__init__()
-        if architecture not in ARCHITECTURES:
-            raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {architecture!r}")
         if kernel % 2 == 0:
             raise ValueError(f"kernel must be odd (to keep lengths), got {kernel}")
         self.hparams = dict(
             n_mels=n_mels,
             n_bins=n_bins,
-            architecture=architecture,
             channels=channels,
             layers=layers,
             kernel=kernel,

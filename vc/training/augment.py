@@ -2,7 +2,7 @@
 
 A bdl -> slt model only ever hears bdl, so a voice with shorter vocal tract,
 higher pitch or another microphone reaches the encoder as inputs it never saw,
-and the decoder loses the words (issue 11). During training each source
+and the decoder loses the words. During training each source
 utterance is, with probability ``augment.probability``, changed on its log-mel
 the way such voices differ, all as batched tensor ops:
 

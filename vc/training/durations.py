@@ -36,9 +36,10 @@ import torch
 from vc.artifacts.checkpoint import load_checkpoint, private_rng
 from vc.artifacts.durations import save_durations
 from vc.audio import FeatureStats
-from vc.config import AudioConfig, Config
-from vc.errors import CheckpointError
+from vc.config import AudioConfig, Config, load_config
+from vc.errors import CheckpointError, ConfigError
 from vc.evaluation.metrics import dtw
+from vc.fileio import refuse_overwrite
 from vc.kinds import build_model, get_kind
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.training.data import compute_stats, load_features
@@ -169,7 +170,7 @@ def extract_durations(
         zero_fraction=empty_step_share(durations),
     )
     save_durations(out, durations, config, str(checkpoint), report)
-    if report.zero_fraction > 0.3:  # an aligned teacher on ARCTIC leaves about 1 %
+    if report.zero_fraction > 0.3:  # an aligned teacher leaves very few
         log.warning(
             "%.0f %% of encoder steps get no frame: %s has not aligned source and target; "
             "a student will learn little timing from it (train it longer)",
@@ -215,3 +216,42 @@ def extract_dtw_durations(
         100 * report.zero_fraction,
     )
     return report
+
+
+def check_durations_request(
+    checkpoint: str | Path | None, dtw: bool, config: str | Path | None, overrides: list[str]
+) -> None:
+    """One source of durations, and what it needs: an attention ``checkpoint``, or ``dtw`` with the
+    student's ``config`` (``overrides`` apply to that config only). Checked before any work."""
+    if (checkpoint is None) == (not dtw):
+        raise ConfigError("vc durations needs --checkpoint (an attention model) or --dtw, not both")
+    if dtw and config is None:
+        raise ConfigError(
+            "vc durations --dtw needs --config (the student's audio settings and frame stacking)"
+        )
+    if overrides and not dtw:
+        raise ConfigError("vc durations: --set goes with --dtw (an attention model's config is its own)")
+
+
+def write_durations(
+    lists: list[str | Path],
+    features_dir: str | Path,
+    out: str | Path,
+    checkpoint: str | Path | None = None,
+    dtw: bool = False,
+    config: str | Path | None = None,
+    overrides: list[str] | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> DurationReport:
+    """`vc durations`: the request checked (check_durations_request), an existing ``out`` refused
+    unless ``overwrite``, then the durations of every pair of ``lists`` from the attention model
+    ``checkpoint`` (extract_durations) or from DTW (extract_dtw_durations, with ``config``)."""
+    overrides = list(overrides or [])
+    check_durations_request(checkpoint, dtw, config, overrides)
+    refuse_overwrite([out], overwrite)
+    if dtw:
+        return extract_dtw_durations(
+            load_config(config, overrides), lists, features_dir, out, progress=progress
+        )
+    return extract_durations(checkpoint, lists, features_dir, out, progress=progress)

@@ -26,7 +26,7 @@ from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import Config
 from vc.fileio import atomic_open, writing
 from vc.kinds import DevViews, get_kind
-from vc.plotting import evolution_figure, save_figure
+from vc.plotting import evolution_figure, load_evolution, save_figure
 from vc.training.data import ParallelDataset, batches_in_order, collate
 from vc.training.selection import free_running_distance
 
@@ -139,32 +139,3 @@ class Monitor:
 
     def close(self) -> None:
         self.writer.close()
-
-
-def evolution_steps(steps: list[int], count: int) -> list[int]:
-    """Which of the stored evaluations the evolution strip shows: ``count`` of them, in order.
-
-    The first two always (the blur), the last always (the curve as it is now), and
-    log-spaced evaluations between, so the early minutes in which the alignment forms
-    get most of the columns however long the run. Keeping only the last K instead
-    would show K already-sharp diagonals after a normal run.
-    """
-    steps = sorted(set(steps))
-    if count >= len(steps):
-        return steps
-    if count <= 1:
-        return steps[-count:] if count == 1 else []
-    head = min(2, count - 1)
-    # 1-based evaluation numbers head+1 .. len(steps), log-spaced, then nudged apart.
-    targets = np.geomspace(head + 1, len(steps), count - head) if count - head > 1 else [len(steps)]
-    chosen = list(range(head))
-    for k, target in enumerate(targets):
-        room = len(steps) - (len(targets) - k)  # leave one index for each later column
-        chosen.append(min(max(int(round(target)) - 1, chosen[-1] + 1), room))
-    return [steps[index] for index in chosen]
-
-
-def load_evolution(folder: Path, count: int) -> list[tuple[int, np.ndarray]]:
-    """(step, alignment) of the evaluations evolution_steps picks from FOLDER/stepNNNNNNN.npy."""
-    paths = {int(path.stem[4:]): path for path in folder.glob("step*.npy") if path.stem[4:].isdigit()}
-    return [(step, np.load(paths[step])) for step in evolution_steps(list(paths), count)]

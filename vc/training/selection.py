@@ -1,9 +1,9 @@
 """Which checkpoint to keep: a free-running dev distance instead of the teacher-forced loss.
 
-The teacher-forced dev loss stops falling long before conversions stop improving:
-resuming the default bdl -> slt run from 30 to 62 minutes kept that loss flat from
-step ~1100 while the recognizer's word error rate fell from 72.8 to 63.0 % and MCD
-(stage 6's, from WORLD analysis) fell 0.2 dB. Conversion runs free, so the model is
+The teacher-forced dev loss stops falling long before conversions stop improving
+(a resumed default bdl -> slt run kept that loss flat while the recognizer's word
+error rate and stage 6's MCD kept falling; docs/results.md, "Training longer").
+Conversion runs free, so the model is
 judged free-running here: the first dev utterances are converted as ``vc convert``
 does for the source speaker's own speech (its statistics; no warp), and each
 predicted log-mel is compared with the target's by a mel-cepstral distance after

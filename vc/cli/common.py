@@ -1,0 +1,102 @@
+"""What the subcommands share: logging, argument types, the --overwrite flag, the experiment
+arguments, and the help layout (a description, an example, the defaults)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+
+def setup_logging(verbose: bool, log_file: Path | None = None) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file))
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers = handlers
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    for chatty in ("tensorboard", "matplotlib"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written (their examples keep their lines); each option's default when it has one."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, [], argparse.SUPPRESS):
+            return text
+        return f"{text} (default: {action.default})"
+
+
+def add_command(
+    commands, name: str, help: str, example: str | None = None, description: str | None = None
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help opens with a description (its one-line help when none is given),
+    then the example, then each option with its default."""
+    if description is None:
+        description = help[:1].upper() + help[1:] + "."
+    if example and "xample" not in description:
+        description += f"\n\nexample:\n  {example}"
+    return commands.add_parser(name, help=help, description=description, formatter_class=HelpFormatter)
+
+
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def add_overwrite(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--overwrite", action="store_true", help=f"replace an existing {what} (default: refuse)"
+    )
+
+
+def add_experiment_args(sub: argparse.ArgumentParser) -> None:
+    """--config, --out-dir and the config overrides of train, features and stats."""
+    from vc.config import starter_configs
+
+    sub.add_argument(
+        "--config",
+        required=True,
+        help=f"YAML config, or a starter config by name: {', '.join(starter_configs())}",
+    )
+    sub.add_argument("--out-dir", "--out", dest="out", metavar="DIR", required=True, help="experiment folder")
+    sub.add_argument(
+        "--set",
+        dest="set_overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config override, e.g. train.max_steps=500 (repeatable)",
+    )
+    sub.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, as --set")
+
+
+def experiment_config(args):
+    """The experiment's config: --config, then the overrides (--set first, then the positional ones)."""
+    from vc.config import load_config
+
+    return load_config(args.config, [*args.set_overrides, *args.overrides])
+
+
+def section_overrides(args, section: str) -> list[str]:
+    """A companion trainer's flags (--max-minutes, ...) as overrides of its config section, then --set."""
+    import dataclasses
+
+    from vc import config as config_module
+
+    kind = {"mel2linear": config_module.Mel2LinearConfig, "postfilter": config_module.PostfilterConfig}[
+        section
+    ]
+    given = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(kind)
+        if getattr(args, f.name, None) is not None
+    }
+    return [f"{section}.{key}={value}" for key, value in given.items()] + list(args.set)

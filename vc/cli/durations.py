@@ -1,0 +1,71 @@
+"""`vc durations`: target frames per source step, from an attention model or DTW, for the
+non-autoregressive converter."""
+
+from __future__ import annotations
+
+from vc.cli.common import add_command, add_overwrite
+
+DESCRIPTION = (
+    "Teacher-forced alignments of a trained attention model on every pair of the lists, "
+    "made monotonic and hard (attention centroids): integer durations per encoder step that sum to each "
+    "target's frames. "
+    "With --dtw instead, dynamic time warping of each pair's mel-cepstra gives them (no model needed). "
+    "Example: vc durations --checkpoint EXP/checkpoints/averaged.pt --features-dir EXP/features "
+    "--out EXP/durations.pt data/bdl_slt/train.tsv data/bdl_slt/dev.tsv"
+)
+
+
+def add_parser(commands) -> None:
+    sub = add_command(
+        commands,
+        "durations",
+        "target frames per source step from an attention model, for the non-autoregressive converter",
+        description=DESCRIPTION,
+    )
+    sub.add_argument(
+        "lists",
+        nargs="+",
+        metavar="LIST",
+        help="pair lists (.tsv); with --dtw the first is the training list",
+    )
+    sub.add_argument("--checkpoint", help="the attention model (EXP/checkpoints/averaged.pt)")
+    sub.add_argument(
+        "--dtw", action="store_true", help="durations from DTW of each pair instead of an attention model"
+    )
+    sub.add_argument("--config", help="with --dtw: the student's YAML config (conf/student.yaml)")
+    sub.add_argument(
+        "--set",
+        dest="set_overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --dtw: an override of that config, e.g. model.encoder_reduction_factor=1 (repeatable)",
+    )
+    sub.add_argument("--features-dir", required=True, help="feature cache folder (EXP/features)")
+    sub.add_argument("--out", required=True, help="durations file to write (EXP/durations.pt)")
+    add_overwrite(sub, "--out file")
+    sub.add_argument("--no-progress", action="store_true")
+    sub.set_defaults(func=run)
+
+
+def run(args) -> None:
+    from vc.training.durations import write_durations
+
+    report = write_durations(
+        args.lists,
+        args.features_dir,
+        args.out,
+        checkpoint=args.checkpoint,
+        dtw=args.dtw,
+        config=args.config,
+        overrides=args.set_overrides,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+    )
+    how = (
+        "DTW of the pairs' mel-cepstra" if args.dtw else f"mean attention on the path {report.sharpness:.3f}"
+    )
+    print(
+        f"durations: {args.out} ({report.utterances} utterances; {how}, "
+        f"{100 * report.zero_fraction:.1f} % of encoder steps get no frame)"
+    )

@@ -1,0 +1,99 @@
+"""`vc score`: the score table of a converted folder beside the floor and ceilings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vc.cli.common import add_command, add_overwrite, positive_int
+
+EXAMPLE = "vc score --converted EXP/converted/eval --reference slt/wav --source bdl/wav --json scores.json"
+
+
+def name_and_folder(text: str) -> tuple[str, str]:
+    name, sep, folder = text.partition("=")
+    if not sep or not name.strip() or not folder:
+        raise argparse.ArgumentTypeError(f"expected NAME=DIR, got {text!r}")
+    return name, folder
+
+
+def add_parser(commands) -> None:
+    sub = add_command(
+        commands,
+        "score",
+        "intelligibility, speaker similarity, predicted MOS, MCD and F0 beside floor and ceilings",
+        EXAMPLE,
+    )
+    sub.add_argument("--converted", required=True, help="folder of converted files (defines the list)")
+    sub.add_argument("--reference", required=True, help="folder of target-speaker references, same names")
+    sub.add_argument("--source", help="folder of source files: adds the no-conversion row")
+    sub.add_argument(
+        "--config", help="YAML config: audio/vocoder settings of the ceiling, data.train_list for centroids"
+    )
+    sub.add_argument(
+        "--checkpoint", help="conversion checkpoint: its vocoder path makes the ceiling (as vc convert)"
+    )
+    sub.add_argument("--text", help="transcripts: utt_id<TAB>text, or an ARCTIC txt.done.data")
+    sub.add_argument("--train-list", help="pair list whose source/target files give the speaker centroids")
+    sub.add_argument("--no-ceiling", action="store_true", help="skip the Griffin-Lim ceiling row")
+    sub.add_argument("--ceiling-dir", help="keep the ceiling's resynthesised files in this folder")
+    sub.add_argument("--no-natural", action="store_true", help="skip the natural target row")
+    sub.add_argument("--name", default="model", help="the converted folder's row name (default model)")
+    sub.add_argument(
+        "--system",
+        dest="systems",
+        type=name_and_folder,
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="one more row, NAME, scored from DIR's files like --converted (repeatable), "
+        'e.g. "GMM peer=EXP/converted/gmm"',
+    )
+    sub.add_argument(
+        "--centroid-cache",
+        metavar="FILE",
+        help="keep the speaker centroids in FILE and reuse them while their training files are the same",
+    )
+    sub.add_argument("--out", help="also write the table to this file")
+    sub.add_argument("--json", help="write every score (per utterance too) to this JSON file")
+    add_overwrite(sub, "--out or --json file")
+    sub.add_argument("--workers", type=positive_int, default=2, help="scoring processes (default 2)")
+    sub.add_argument("--no-progress", action="store_true")
+    sub.set_defaults(func=run)
+
+
+def run(args) -> None:
+    import json
+
+    from vc.evaluation.metrics import require_analysis_libraries
+    from vc.evaluation.scoring import TABLE_COLUMNS, format_table
+    from vc.evaluation.systems import json_ready, score_against_references
+    from vc.fileio import atomic_write_text, refuse_overwrite
+
+    refuse_overwrite([path for path in (args.out, args.json) if path], args.overwrite)
+    require_analysis_libraries()  # MCD and F0: a missing pyworld fails now, not after the ceiling's work
+    result = score_against_references(
+        args.converted,
+        args.reference,
+        source=args.source,
+        config_path=args.config,
+        checkpoint=args.checkpoint,
+        text=args.text,
+        train_list=args.train_list,
+        ceiling=not args.no_ceiling,
+        ceiling_dir=args.ceiling_dir,
+        natural=not args.no_natural,
+        name=args.name,
+        extra_systems=args.systems,
+        centroid_cache=args.centroid_cache,
+        workers=args.workers,
+        progress=not args.no_progress,
+    )
+    table = format_table(result["rows"])
+    notes = [f"not computed: {line}" for line in result["missing"]]
+    print("\n".join([table, *notes]))
+    if args.out:
+        atomic_write_text(Path(args.out), "\n".join([table, *notes]) + "\n")
+    if args.json:
+        result["columns"] = [list(column) for column in TABLE_COLUMNS]
+        atomic_write_text(Path(args.json), json.dumps(json_ready(result), indent=1) + "\n")
