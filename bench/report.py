@@ -341,6 +341,20 @@ def cold_start_lines(cold: dict, load: dict) -> list[str]:
     return lines
 
 
+def serve_lines(serve: dict, load: dict) -> list[str]:
+    rows = [
+        [level["clients"], level["requests"], f"{level['p50_s']:.2f}", f"{level['p95_s']:.2f}",
+         f"{level['requests_per_minute']:.1f}"]
+        for level in serve["levels"]
+    ]  # fmt: skip
+    return [
+        "",
+        f"6. `vc serve` with the bundled model, a {serve['input_seconds']:g} s recording per request "
+        f"{busy(load)}; cold start until the page answers: {serve['cold_start_s']:.2f} s",
+        *table(["clients", "requests", "p50 [s]", "p95 [s]", "requests/min"], rows, left=0),
+    ]
+
+
 def render(results: dict) -> str:
     lines = header_lines(results)
     writers = {
@@ -348,6 +362,7 @@ def render(results: dict) -> str:
         "griffinlim": griffinlim_lines,
         "training": training_lines,
         "cold_start": cold_start_lines,
+        "serve": serve_lines,
     }
     for name, write in writers.items():
         if name in results:

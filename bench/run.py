@@ -26,6 +26,8 @@ when that background load is about 0 %.
    (torch.set_num_threads(1) each), and two independent 1-thread processes (no DDP: what the machine
    gives two processes); one extra step per process is profiled.
 4. Cold start: `vc convert in.wav out.wav` with the bundled model in a new process, 3 s input.
+5. `vc serve`: cold start until the page answers, then latency (p50, p95) and requests per minute for a
+   3 s recording with 1, 4 and 16 concurrent clients (bench/serve_load.py; needs the serve extra).
 
 Goals (printed met / NOT MET): convert RTF <= 0.05 on 2 cores; Griffin-Lim >= 3x faster than
 librosa at equal or better spectral convergence; cold start < 3 s. A missed goal gets a
@@ -57,7 +59,7 @@ from benchlib import (
     resolve_checkpoint,
 )
 
-SECTIONS = ("convert", "griffinlim", "training", "cold_start")
+SECTIONS = ("convert", "griffinlim", "training", "cold_start", "serve")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -106,6 +108,7 @@ def measure(setup: Setup, sections: list[str]) -> dict:
     """Run the chosen sections, each in its own process(es), noting other processes' CPU use."""
     from cold_start import measure_cold_start
     from griffinlim_speed import measure_griffinlim
+    from serve_load import measure_serve
     from train_throughput import measure_training
 
     runners = {
@@ -113,6 +116,7 @@ def measure(setup: Setup, sections: list[str]) -> dict:
         "griffinlim": lambda s: in_fresh_process(measure_griffinlim, s),
         "training": measure_training,
         "cold_start": measure_cold_start,
+        "serve": measure_serve,
     }
     results, background = {}, {}
     for name in SECTIONS:

@@ -22,6 +22,7 @@ from vc.cli import (
     postfilter_train,
     report,
     score,
+    serve,
     stats,
     train,
 )
@@ -46,6 +47,7 @@ COMMANDS = (
     models,
     curve,
     report,
+    serve,
 )
 
 

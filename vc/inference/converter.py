@@ -10,6 +10,7 @@ best.pt and any step file load the same way.
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,6 +150,23 @@ class Converter:
         from vc.artifacts.pretrained import model_path
 
         return cls.from_checkpoint(model_path(name), device=device, **kwargs)
+
+    def with_options(
+        self, speed: float | None = None, griffin_lim_iters: int | None = None, postfilter: bool = True
+    ) -> Converter:
+        """A converter sharing this one's networks with other conversion settings: ``speed``
+        (inference.speed, the non-autoregressive model's speaking rate), ``griffin_lim_iters``
+        (vocoder.griffin_lim_iters), and ``postfilter=False`` to skip the post-filter."""
+        overrides = [f"inference.speed={speed}"] if speed is not None else []
+        if griffin_lim_iters is not None:
+            overrides.append(f"vocoder.griffin_lim_iters={griffin_lim_iters}")
+        variant = copy.copy(self)
+        variant.config = self.config.with_overrides(overrides)
+        variant.vocoder = copy.copy(self.vocoder)  # the same buffers and network, its own settings
+        variant.vocoder.vocoder = variant.config.vocoder
+        if not postfilter:
+            variant.postfilter = None
+        return variant
 
     def convert(self, wave: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
         """Mono or (samples, channels) float samples at any rate -> (converted wave, sample rate).
