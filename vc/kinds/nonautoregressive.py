@@ -42,7 +42,10 @@ class NonAutoregressiveKind(ModelKind):
     def losses(self, model, batch, config: Config, step: int | None) -> StudentLosses:
         """Forward at the extracted durations (they sum to batch.tgt_lens: the output has the target's
         frames) and the losses."""
-        out = model(batch.src, batch.src_lens, batch.durations)
+        return self.loss_terms(model(batch.src, batch.src_lens, batch.durations), batch, config)
+
+    def loss_terms(self, out, batch, config: Config) -> StudentLosses:
+        """The spectral and duration losses of an output at the extracted durations."""
         spectral = masked_spectral_loss(out.before, batch.tgt, batch.tgt_lens) + masked_spectral_loss(
             out.after, batch.tgt, batch.tgt_lens
         )
