@@ -13,7 +13,7 @@ from tests.conftest import arctic_file
 from vc.errors import AudioError, DataError
 from vc.evaluation import metrics
 from vc.evaluation.metrics import dtw, score_pair
-from vc.evaluation.scoring import format_table, score_directories
+from vc.evaluation.scoring import System, format_table, score_systems
 from vc.kinds.alignment import diagonal_ratio, focus_rate
 
 SR = 16000
@@ -268,7 +268,15 @@ def test_silent_or_empty_input_is_an_audio_error():
 # ---------------------------------------------------------------------------
 
 
-def test_score_directories_matches_by_stem(tmp_path):
+def _distances_only(converted, reference, workers=1):
+    """MCD, F0 and duration of one folder against the references (no listener proxies)."""
+    result = score_systems(
+        [System("converted", converted)], reference, families=(), workers=workers, progress=False
+    )
+    return result["rows"]["converted"]
+
+
+def test_scoring_matches_files_by_stem(tmp_path):
     converted, reference = tmp_path / "converted", tmp_path / "reference"
     converted.mkdir()
     reference.mkdir()
@@ -277,28 +285,27 @@ def test_score_directories_matches_by_stem(tmp_path):
         sf.write(reference / f"{utt}.flac", read("slt", utt), SR)
     sf.write(reference / "arctic_a0003.wav", read("slt", "arctic_a0003"), SR)  # unused extra
     (converted / "notes.txt").write_text("not audio")
-    result = score_directories(converted, reference, progress=False, workers=1)
+    result = _distances_only(converted, reference)
     assert result["utterances"] == 2
     assert sorted(result["per_utterance"]) == ["arctic_a0001", "arctic_a0002"]
     mcds = [row["mcd"] for row in result["per_utterance"].values()]
     assert result["mcd"] == pytest.approx(np.mean(mcds))
     assert 7.0 < result["mcd"] < 12.0
     # The same files through two worker processes give the same numbers.
-    parallel = score_directories(converted, reference, progress=False, workers=2)
-    assert parallel["per_utterance"] == result["per_utterance"]
+    assert _distances_only(converted, reference, workers=2)["per_utterance"] == result["per_utterance"]
 
 
-def test_score_directories_names_a_missing_reference(tmp_path):
+def test_scoring_names_a_missing_reference(tmp_path):
     converted, reference = tmp_path / "converted", tmp_path / "reference"
     converted.mkdir()
     reference.mkdir()
     sf.write(converted / "utt_x.wav", harmonic(120.0), SR)
     with pytest.raises(DataError, match="no reference for utt_x"):
-        score_directories(converted, reference, progress=False, workers=1)
+        _distances_only(converted, reference)
     with pytest.raises(DataError, match="no .wav/.flac/.ogg files"):
-        score_directories(reference, converted, progress=False, workers=1)
+        _distances_only(reference, converted)
     with pytest.raises(DataError, match="folder not found"):
-        score_directories(tmp_path / "absent", reference, progress=False)
+        _distances_only(tmp_path / "absent", reference)
 
 
 def test_format_table_has_one_row_per_system():

@@ -346,32 +346,6 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(finite)) if finite else math.nan
 
 
-def score_directories(
-    converted_dir: str | Path,
-    reference_dir: str | Path,
-    sample_rate: int = 16000,
-    progress: bool = True,
-    workers: int = 2,
-    f0_method: str = "dio",
-    only=None,
-) -> dict:
-    """MCD, F0 and duration of every .wav/.flac of ``converted_dir`` (or those whose
-    id is in ``only``) against the same stem in ``reference_dir``.
-
-    Returns the means over utterances of mcd, f0_rmse, f0_corr and
-    duration_ratio (NaNs skipped), ``utterances`` and ``per_utterance``.
-    Raises DataError for a missing folder, an empty converted folder or a
-    converted file without reference.
-    """
-    pairs = _match_files(Path(converted_dir), Path(reference_dir), only)
-    jobs = [
-        Job("converted", utt, conv, sample_rate, reference=ref, f0_method=f0_method)
-        for utt, conv, ref in pairs
-    ]
-    results = _run_pool(jobs, workers, progress)
-    return summarize({job.utt: row for job, row in zip(jobs, results, strict=True)}, {})
-
-
 def format_table(rows: dict[str, dict], columns=TABLE_COLUMNS, first: str = "system") -> str:
     """Plain-text table, one line per row, one column per metric (title, key, format) that any row has.
 
