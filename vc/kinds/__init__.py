@@ -11,12 +11,11 @@ from torch import nn
 
 from vc.config import ModelConfig
 from vc.errors import ConfigError
-from vc.kinds.adversarial import ADVERSARIAL
 from vc.kinds.attention import ATTENTION
 from vc.kinds.base import DevViews, ModelKind
 from vc.kinds.nonautoregressive import NONAUTOREGRESSIVE
 
-KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE, ADVERSARIAL)}
+KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE)}
 
 
 def get_kind(name: str) -> ModelKind:
