@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.browser import find_chromium
 from tests.helpers import save_tiny_checkpoint
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -38,3 +39,14 @@ def model_checkpoint(tmp_path):
     """(path, config) of an untrained tiny model's checkpoint at TMP/checkpoints/best.pt, one per test."""
     path = tmp_path / "checkpoints" / "best.pt"
     return path, save_tiny_checkpoint(path)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """The browser the page tests drive; under CI=true its absence fails, else it skips with the reason."""
+    path = find_chromium()
+    if path is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("chromium is not installed; .ci/run installs it (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium); the CI run installs it")
+    return path

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import threading
 
 import pytest
 
-from tests.browser import Browser, find_chromium
+from tests.browser import Browser
 from tests.synthetic_exp import UTTS, make_experiment
 from vc.listening import build_report
 
@@ -62,16 +61,6 @@ SORT_BY_MCD_JS = """
   return Array.from(document.querySelectorAll('#utterances > section')).map((s) => s.id);
 })()
 """
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path = find_chromium()
-    if path is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("chromium is not installed; .ci/run installs it (apt-get install chromium)")
-        pytest.skip("chromium is not installed (apt-get install chromium); the CI run installs it")
-    return path
 
 
 @pytest.fixture

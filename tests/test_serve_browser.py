@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import base64
-import os
 import threading
 
 import pytest
 
-from tests.browser import Browser, find_chromium
+from tests.browser import Browser
 from tests.test_serve import wav_bytes
 
 pytest.importorskip("flask", reason="vc serve needs the serve extra: pip install -e '.[serve]'")
@@ -53,16 +52,6 @@ PLAYED = """
 
 def wait_for(page, condition: str, seconds: float = 60) -> None:
     page.evaluate(WAIT_FOR.format(condition=condition, ms=int(seconds * 1000)), timeout=seconds + 10)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    path = find_chromium()
-    if path is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("chromium is not installed; .ci/run installs it (apt-get install chromium)")
-        pytest.skip("chromium is not installed (apt-get install chromium); the CI run installs it")
-    return path
 
 
 def test_the_page_converts_a_dropped_file_with_the_bundled_model_and_plays_it(chromium):
