@@ -122,6 +122,19 @@ def audio_files(folder: str | Path) -> list[Path]:
     return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in AUDIO_FORMATS and p.is_file())
 
 
+def encode_audio(wave: np.ndarray, sample_rate: int, suffix: str = ".wav", name: str = "audio") -> bytes:
+    """The bytes of a wav, flac or ogg file (by ``suffix``) holding ``wave`` clipped to [-1, 1]."""
+    if suffix.lower() not in AUDIO_FORMATS:
+        raise AudioError(f"cannot write {name}: the name must end in {', '.join(AUDIO_FORMATS)}")
+    audio_format, subtype = AUDIO_FORMATS[suffix.lower()]
+    encoded = io.BytesIO()
+    try:
+        sf.write(encoded, np.clip(wave, -1.0, 1.0), sample_rate, format=audio_format, subtype=subtype)
+    except Exception as exc:  # soundfile raises several types
+        raise AudioError(f"cannot encode {name}: {_first_line(exc)}") from None
+    return encoded.getvalue()
+
+
 def write_audio(path: str | Path, wave: np.ndarray, sample_rate: int) -> None:
     """Write wav, flac or ogg (by the suffix) atomically.
 
@@ -131,16 +144,9 @@ def write_audio(path: str | Path, wave: np.ndarray, sample_rate: int) -> None:
     AssertionError. Plain bytes fail with one OSError, which atomic_open turns into a WriteError.
     """
     path = Path(path)
-    if path.suffix.lower() not in AUDIO_FORMATS:
-        raise AudioError(f"cannot write {path}: the name must end in {', '.join(AUDIO_FORMATS)}")
-    audio_format, subtype = AUDIO_FORMATS[path.suffix.lower()]
-    encoded = io.BytesIO()
-    try:
-        sf.write(encoded, np.clip(wave, -1.0, 1.0), sample_rate, format=audio_format, subtype=subtype)
-    except Exception as exc:  # soundfile raises several types
-        raise AudioError(f"cannot encode {path}: {_first_line(exc)}") from None
+    encoded = encode_audio(wave, sample_rate, path.suffix, str(path))
     with atomic_open(path) as out:
-        out.write(encoded.getbuffer())
+        out.write(encoded)
 
 
 def _first_line(exc: Exception) -> str:

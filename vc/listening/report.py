@@ -10,17 +10,15 @@ it; the model's own artefacts are heard, not a codec's) or, with
 from __future__ import annotations
 
 import datetime
-import io
 import logging
 import re
 import shutil
 from pathlib import Path
 
-import numpy as np
 import soundfile as sf
 
-from vc.audio import LogMel
-from vc.errors import DataError
+from vc.audio import LogMel, write_audio
+from vc.errors import AudioError, DataError
 from vc.fileio import atomic_open, atomic_write_text
 from vc.listening.figures import curves_figure, evolution_strip, logmel_of, mel_comparison_figure
 from vc.listening.gather import Experiment, gather, load_audio_for_report, sort_keys, worst_first
@@ -30,7 +28,7 @@ from vc.progress import progress as show_progress
 
 log = logging.getLogger(__name__)
 
-AUDIO_WRITERS = {"wav": ("WAV", "PCM_16"), "ogg": ("OGG", "VORBIS")}
+AUDIO_WRITERS = ("wav", "ogg")  # the players' files: 16-bit WAV, or Ogg Vorbis (a fifth the size)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -61,8 +59,8 @@ def build_report(
             link = f"audio/{_UNSAFE.sub('_', role)}/{name}.{audio_format}"
             try:
                 waves[role] = load_audio_for_report(path)
-                _write_audio(out_dir / link, *waves[role], audio_format)
-            except (RuntimeError, sf.LibsndfileError, OSError) as exc:
+                write_audio(out_dir / link, *waves[role])
+            except (RuntimeError, sf.LibsndfileError, OSError, AudioError) as exc:
                 log.warning("%s: cannot copy %s audio %s: %s", utt.utt_id, role, path, exc)
                 continue
             assets.audio[(utt.utt_id, role)] = link
@@ -93,13 +91,3 @@ def _training_figures(exp: Experiment, out_dir: Path, assets: Assets) -> None:
         link = f"img/evolution_{_UNSAFE.sub('_', utt_id)}.png"
         save_figure(evolution_strip(folder, exp.evolution_columns), out_dir / link)
         assets.evolution[utt_id] = link
-
-
-def _write_audio(path: Path, wave: np.ndarray, rate: int, audio_format: str) -> None:
-    """Encode in memory, then write plain bytes (see vc.audio.write_audio: a full disk inside
-    soundfile's callbacks would not end in one clean OSError)."""
-    container, subtype = AUDIO_WRITERS[audio_format]
-    encoded = io.BytesIO()
-    sf.write(encoded, np.clip(wave, -1.0, 1.0), rate, format=container, subtype=subtype)
-    with atomic_open(path) as handle:
-        handle.write(encoded.getbuffer())

@@ -26,6 +26,7 @@ import soundfile as sf
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from vc.audio import encode_audio
 from vc.errors import VcError
 from vc.serving.catalog import ModelCatalog
 
@@ -79,9 +80,7 @@ def create_app(catalog: ModelCatalog, limits: Limits | None = None) -> Flask:
             except VcError as exc:  # silence, NaNs, ...: the input's fault
                 raise RequestError(str(exc)) from None
             seconds = time.perf_counter() - started
-        encoded = io.BytesIO()
-        sf.write(encoded, np.clip(out, -1.0, 1.0), out_rate, format="WAV", subtype="PCM_16")
-        response = Response(encoded.getvalue(), mimetype="audio/wav")
+        response = Response(encode_audio(out, out_rate, ".wav"), mimetype="audio/wav")
         response.headers["X-Conversion-Seconds"] = f"{seconds:.3f}"
         response.headers["X-Model"] = name
         return response
