@@ -28,18 +28,17 @@ STEP_FILE = re.compile(r"step(\d+)\.pt$")
 INFERENCE_KEYS = ("model", "config", "stats", "step")
 
 
-def nonfinite_tensors(state: dict[str, Any]) -> list[str]:
-    """Names of the floating-point tensors in a state dict that hold a NaN or an infinity."""
-    return [
+def nonfinite_weights(state: dict[str, Any]) -> str:
+    """Which floating-point tensors of a state dict hold a NaN or an infinity, for a message ("'name'" or
+    "'name' and N more"); an empty string when all are finite."""
+    names = [
         name
         for name, value in state.items()
         if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all())
     ]
-
-
-def _nonfinite_summary(names: list[str]) -> str:
-    more = f" and {len(names) - 1} more" if len(names) > 1 else ""
-    return f"'{names[0]}'{more}"
+    if not names:
+        return ""
+    return f"'{names[0]}'" + (f" and {len(names) - 1} more" if len(names) > 1 else "")
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
@@ -48,11 +47,8 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     A crash at any moment leaves either the old file or the new one, never half of one.
     Weights that are not finite (a diverged run) are refused: such a file is never written.
     """
-    bad = nonfinite_tensors(payload.get("model", {}))
-    if bad:
-        raise CheckpointError(
-            f"refusing to write {path}: its weights are not finite ({_nonfinite_summary(bad)})"
-        )
+    if bad := nonfinite_weights(payload.get("model", {})):
+        raise CheckpointError(f"refusing to write {path}: its weights are not finite ({bad})")
     payload = {"format": FORMAT, "vc_version": __version__, **payload}
     atomic_save(path, payload)
 
@@ -74,11 +70,9 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     for key in INFERENCE_KEYS:
         if key not in payload:
             raise CheckpointError(f"{path} is an incomplete vc checkpoint: '{key}' is missing")
-    bad = nonfinite_tensors(payload["model"])
-    if bad:
+    if bad := nonfinite_weights(payload["model"]):
         raise CheckpointError(
-            f"{path} holds non-finite weights ({_nonfinite_summary(bad)}): it comes from a diverged run; "
-            "use an earlier checkpoint"
+            f"{path} holds non-finite weights ({bad}): it comes from a diverged run; use an earlier checkpoint"
         )
     return payload
 

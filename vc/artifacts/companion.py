@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from vc import __version__
-from vc.artifacts.checkpoint import load_checkpoint, nonfinite_tensors
+from vc.artifacts.checkpoint import load_checkpoint, nonfinite_weights
 from vc.config import AudioConfig
 from vc.errors import CheckpointError
 from vc.fileio import atomic_save
@@ -35,9 +35,8 @@ def save_network(
 ) -> None:
     """Atomic torch.save of the network, its hyper-parameters and the audio settings it expects;
     refuses weights that are not finite."""
-    bad = nonfinite_tensors(net.state_dict())
-    if bad:
-        raise CheckpointError(f"refusing to write {path}: its weights are not finite ('{bad[0]}')")
+    if bad := nonfinite_weights(net.state_dict()):
+        raise CheckpointError(f"refusing to write {path}: its weights are not finite ({bad})")
     payload = {
         "format": marker,
         "vc_version": __version__,
@@ -84,9 +83,8 @@ def network_from_payload(
         trained = payload["audio"]
     except (RuntimeError, KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{where} is not a usable {what}: {str(exc).splitlines()[0]}") from None
-    bad = nonfinite_tensors(net.state_dict())
-    if bad:
-        raise CheckpointError(f"{where} holds a {what} with non-finite weights ('{bad[0]}'): it diverged")
+    if bad := nonfinite_weights(net.state_dict()):
+        raise CheckpointError(f"{where} holds a {what} with non-finite weights ({bad}): it diverged")
     if audio is not None:
         check_audio(trained, audio, where)
     return net.to(map_location).eval()
