@@ -17,35 +17,41 @@ import torch
 
 from vc.artifacts.checkpoint import save_checkpoint
 from vc.audio import FeatureStats
-from vc.config import Config, DataConfig, ModelConfig, TrainConfig
+from vc.config import Config, DataConfig, ModelConfig, TrainConfig, model_section
 from vc.evaluation import optional
 from vc.kinds import build_model
 
 TINY_MELS = 6  # mel bands of every tiny model here
 
 
-def tiny_config(**overrides) -> ModelConfig:
-    config = ModelConfig(
-        encoder_reduction_factor=2,
-        encoder_prenet_dim=8,
-        encoder_conv_layers=2,
-        encoder_conv_channels=8,
-        encoder_conv_kernel=3,
-        encoder_hidden_dim=4,
-        encoder_dropout=0.0,
-        attention_dim=8,
-        attention_location_filters=4,
-        attention_location_kernel=5,
-        decoder_prenet_dim=8,
-        decoder_prenet_dropout=0.0,
-        attention_rnn_dim=8,
-        decoder_rnn_dim=8,
-        postnet_layers=2,
-        postnet_channels=8,
-        postnet_kernel=3,
-        postnet_dropout=0.0,
-    )
-    return dataclasses.replace(config, **overrides)
+# A tiny value of every model setting of every kind; each kind's section takes the keys it has.
+TINY_MODEL = {
+    "encoder_reduction_factor": 2,
+    "encoder_prenet_dim": 8,
+    "encoder_conv_layers": 2,
+    "encoder_conv_channels": 8,
+    "encoder_conv_kernel": 3,
+    "encoder_hidden_dim": 4,
+    "encoder_dropout": 0.0,
+    "attention_dim": 8,
+    "attention_location_filters": 4,
+    "attention_location_kernel": 5,
+    "decoder_prenet_dim": 8,
+    "decoder_prenet_dropout": 0.0,
+    "attention_rnn_dim": 8,
+    "decoder_rnn_dim": 8,
+    "postnet_layers": 2,
+    "postnet_channels": 8,
+    "postnet_kernel": 3,
+    "postnet_dropout": 0.0,
+}
+
+
+def tiny_config(kind: str = "attention", **overrides) -> ModelConfig:
+    """The model section of ``kind`` with tiny layers (its other settings at their defaults)."""
+    section = model_section(kind)
+    keys = {f.name for f in dataclasses.fields(section)}
+    return section(kind=kind, **{**{k: v for k, v in TINY_MODEL.items() if k in keys}, **overrides})
 
 
 def speech_like(seconds: float = 1.0, sr: int = 16000, seed: int = 0) -> np.ndarray:

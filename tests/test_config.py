@@ -59,3 +59,58 @@ def test_bad_files(tmp_path):
     bad.write_text("model: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(bad)
+
+
+# The model section of each kind: the shared settings (encoder, postnet) and the kind's own (vc/kinds/).
+FLAT_STORED_MODEL = {  # a checkpoint's model section from before the kinds had their own: every kind's keys
+    "kind": "nonautoregressive",
+    "encoder_hidden_dim": 64,
+    "attention_type": "location",
+    "attention_dim": 128,
+    "reduction_factor": 2,
+    "decoder_rnn_dim": 256,
+    "parallel_decoder_layers": 3,
+    "duration_predictor_layers": 2,
+    "postnet_channels": 128,
+}
+
+
+def test_each_kind_reads_its_own_section():
+    assert type(load_config("default").model).__name__ == "AttentionConfig"
+    student = load_config("student").model
+    assert type(student).__name__ == "NonAutoregressiveConfig" and not hasattr(student, "attention_dim")
+    framewise = load_config("framewise").model
+    assert not hasattr(framewise, "duration_predictor_layers") and framewise.parallel_decoder_layers == 6
+
+
+def test_a_setting_of_another_kind_is_named_as_such():
+    with pytest.raises(ConfigError, match="model.attention_dim is a setting of model.kind attention, not of"):
+        Config.from_dict({"model": {"kind": "nonautoregressive", "attention_dim": 8}})
+    with pytest.raises(ConfigError, match="model.duration_predictor_layers is a setting of model.kind nonauto"):
+        load_config("framewise", ["model.duration_predictor_layers=1"])
+    with pytest.raises(ConfigError, match="unknown config key 'model.attention_dimm'"):
+        load_config("default", ["model.attention_dimm=1"])
+
+
+def test_a_stored_config_from_before_the_sections_loads_without_the_other_kinds_settings():
+    with pytest.raises(ConfigError, match="model.attention_type is a setting of model.kind attention"):
+        Config.from_dict({"model": FLAT_STORED_MODEL})
+    model = Config.from_dict({"model": FLAT_STORED_MODEL}, stored=True).model
+    assert type(model).__name__ == "NonAutoregressiveConfig"
+    assert (model.encoder_hidden_dim, model.parallel_decoder_layers, model.postnet_channels) == (64, 3, 128)
+    assert not hasattr(model, "reduction_factor")
+    with pytest.raises(ConfigError, match="unknown config key 'model.typo'"):  # a stored typo is still one
+        Config.from_dict({"model": {**FLAT_STORED_MODEL, "typo": 1}}, stored=True)
+
+
+def test_a_new_kind_by_override_keeps_the_shared_settings_and_takes_its_own_defaults():
+    config = load_config("default", ["model.encoder_hidden_dim=32", "model.kind=framewise"])
+    assert type(config.model).__name__ == "FrameWiseConfig"
+    assert config.model.encoder_hidden_dim == 32 and config.model.parallel_decoder_layers == 6
+    config = config.with_overrides(["model.parallel_decoder_layers=2"])
+    assert config.model.parallel_decoder_layers == 2
+    assert Config.from_dict(config.to_dict()) == config  # the YAML round trip keeps the kind's class
+    with pytest.raises(ConfigError, match="model.kind must be one of attention, nonautoregressive, framewise"):
+        load_config("default", ["model.kind=gan"])
+    with pytest.raises(ConfigError, match="model.parallel_decoder_kernel must be odd"):
+        load_config("framewise", ["model.parallel_decoder_kernel=4"])

@@ -13,6 +13,7 @@ from torch import nn
 from tests.helpers import speech_like, tiny_config, tiny_training_config
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint, step_checkpoints
+from vc.config import ModelConfig
 from vc.errors import ConfigError
 from vc.kinds import KINDS, ModelKind, build_model, get_kind
 from vc.model.layers import make_pad_mask
@@ -26,16 +27,25 @@ class FrameOutput(NamedTuple):
     enc_lens: torch.Tensor
 
 
+@dataclasses.dataclass
+class ToyConfig(ModelConfig):
+    """The toy kind's own model section: the shared settings and one of its own."""
+
+    kind: str = "toy"
+    toy_gain: float = 1.0
+
+
 class FrameNet(nn.Module):
     """A toy converter that needs no timing: one output frame per input frame."""
 
-    def __init__(self, n_mels: int, config):
+    def __init__(self, n_mels: int, config: ToyConfig):
         super().__init__()
         self.proj = nn.Linear(n_mels, n_mels)
+        self.gain = config.toy_gain
 
     def forward(self, src, src_lens) -> FrameOutput:
         keep = ~make_pad_mask(src_lens, src.shape[1])
-        after = self.proj(src) * keep.unsqueeze(-1)
+        after = self.gain * self.proj(src) * keep.unsqueeze(-1)
         alignments = torch.eye(src.shape[1])[None].expand(len(src), -1, -1) * keep.unsqueeze(-1)
         return FrameOutput(after, src_lens, alignments, src_lens)
 
@@ -49,7 +59,8 @@ class ToyLosses(NamedTuple):
 
 
 class FrameKind(ModelKind):
-    name = "framewise"
+    name = "toy"
+    config = ToyConfig
     network = FrameNet
 
     def losses(self, model, batch, config, step) -> ToyLosses:
@@ -65,13 +76,14 @@ class FrameKind(ModelKind):
 
 
 @pytest.fixture()
-def framewise(monkeypatch):
+def toy_kind(monkeypatch):
     monkeypatch.setitem(KINDS, FrameKind.name, FrameKind())  # the one registry line
 
 
-def test_a_registered_kind_trains_checkpoints_resumes_and_converts(tmp_path, framewise):
-    config = tiny_training_config(tmp_path)
-    config.model = dataclasses.replace(config.model, kind="framewise")
+def test_a_registered_kind_trains_checkpoints_resumes_and_converts(tmp_path, toy_kind):
+    config = tiny_training_config(tmp_path).with_overrides(["model.kind=toy", "model.toy_gain=0.5"])
+    assert isinstance(config.model, ToyConfig) and config.model.toy_gain == 0.5
+    assert config.model.encoder_hidden_dim == tiny_config().encoder_hidden_dim  # shared settings kept
     config.train = dataclasses.replace(config.train, max_steps=3)
     out = tmp_path / "exp"
     train(config, out, progress=False)
@@ -82,11 +94,12 @@ def test_a_registered_kind_trains_checkpoints_resumes_and_converts(tmp_path, fra
     trainer.fit()
     trainer.close()
     payload = load_checkpoint(out / "checkpoints" / "step0000006.pt")
-    assert payload["config"]["model"]["kind"] == "framewise" and set(payload["model"]) == {
+    assert payload["config"]["model"]["kind"] == "toy" and set(payload["model"]) == {
         "proj.weight",
         "proj.bias",
     }
     converter = Converter.from_checkpoint(out / "checkpoints" / "step0000006.pt", mel2linear=False)
+    assert converter.config.model == config.model and converter.model.gain == 0.5
     wave, rate = converter.convert(speech_like(0.5), 16000)
     assert rate == 16000 and len(wave) > 0 and np.isfinite(wave).all()
     result = converter.convert_file(tmp_path / "src0.wav")
@@ -96,7 +109,8 @@ def test_a_registered_kind_trains_checkpoints_resumes_and_converts(tmp_path, fra
 def test_every_kind_is_built_by_name_and_an_unknown_one_is_a_clear_error():
     for name, kind in KINDS.items():
         assert get_kind(name) is kind and kind.name == name
-        assert isinstance(build_model(6, dataclasses.replace(tiny_config(), kind=name)), kind.network)
+        section = tiny_config(name)
+        assert type(section) is kind.config and isinstance(build_model(6, section), kind.network)
     with pytest.raises(
         ConfigError, match="model.kind must be one of attention, nonautoregressive.*, got 'x'"
     ):

@@ -8,7 +8,7 @@ import torch
 
 from tests.conftest import arctic_file
 from vc.audio import FeatureStats, logmel_numpy, read_audio
-from vc.config import AudioConfig, InferenceConfig, ModelConfig
+from vc.config import AudioConfig, Config, InferenceConfig
 from vc.kinds import build_model
 from vc.kinds.losses import compute_losses
 
@@ -23,7 +23,7 @@ def test_small_model_overfits_one_real_pair():
     src, tgt = normalised_logmel("bdl", audio), normalised_logmel("slt", audio)
     src_lens, tgt_lens = torch.tensor([src.shape[1]]), torch.tensor([tgt.shape[1]])
     config = dataclasses.replace(
-        ModelConfig(),
+        Config().model,
         encoder_prenet_dim=64,
         encoder_conv_channels=64,
         encoder_hidden_dim=32,

@@ -35,9 +35,8 @@ def taught(tmp_path_factory):
     assert main([*args, config.data.train_list, config.data.dev_list]) == 0
     student_config = dataclasses.replace(
         config,
-        model=dataclasses.replace(
-            config.model,
-            kind="nonautoregressive",
+        model=config.model.as_kind(
+            "nonautoregressive",
             parallel_decoder_layers=2,
             parallel_decoder_channels=8,
             parallel_decoder_kernel=3,

@@ -12,7 +12,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -41,9 +41,14 @@ class AudioConfig:
 
 @dataclass
 class ModelConfig:
-    # "attention": the Tacotron-style attention model (vc/model/seq2seq.py), which aligns source and
-    # target and converts on its own; "nonautoregressive": the converter timed by durations that the
-    # attention model's alignments teach (vc/model/nonautoregressive.py; needs data.durations).
+    """The model section's settings every kind shares: which kind, the encoder and the postnet.
+
+    Each kind's own settings extend this class in the kind's module (vc/kinds/; e.g. the attention
+    model's decoder in vc/kinds/attention.py): the model section is read into the class of its
+    model.kind, so a key of another kind is an error, not silently ignored.
+    """
+
+    # Which network: "attention" (vc/kinds/attention.py), "nonautoregressive", "framewise" (vc/kinds/).
     kind: str = "attention"
     # The number of mel bands comes from audio.n_mels.
     # Encoder: frame stacking, prenet, convolutions, bidirectional LSTM.
@@ -54,31 +59,45 @@ class ModelConfig:
     encoder_conv_kernel: int = 5
     encoder_hidden_dim: int = 128  # per direction; annotations are 2x this
     encoder_dropout: float = 0.1
-    # Attention: location | content | dot | general | location_general.
-    attention_type: str = "location"
-    attention_dim: int = 128
-    attention_location_filters: int = 32
-    attention_location_kernel: int = 31
-    # Decoder: prenet, attention RNN, two residual decoder RNN layers.
-    reduction_factor: int = 2
-    decoder_prenet_dim: int = 256
-    decoder_prenet_dropout: float = 0.5  # stays on at inference (Tacotron 2)
-    attention_rnn_dim: int = 256
-    decoder_rnn_dim: int = 256
-    # Non-autoregressive converter only: residual conv blocks over the output frames, and the duration
-    # predictor's conv blocks over the encoder steps (FastSpeech, Ren et al. 2019).
-    parallel_decoder_layers: int = 6
-    parallel_decoder_channels: int = 256
-    parallel_decoder_kernel: int = 5
-    parallel_decoder_dropout: float = 0.1
-    duration_predictor_layers: int = 2
-    duration_predictor_channels: int = 256
-    duration_predictor_kernel: int = 3
     # Postnet (Tacotron 2): residual conv stack on the predicted mels.
     postnet_layers: int = 5
     postnet_channels: int = 256
     postnet_kernel: int = 5
     postnet_dropout: float = 0.5
+
+    # Keys that must be positive / odd (to keep lengths); a kind's class adds its own.
+    POSITIVE: ClassVar[tuple[str, ...]] = (
+        "encoder_reduction_factor", "encoder_conv_layers", "encoder_hidden_dim", "postnet_layers"
+    )  # fmt: skip
+    ODD: ClassVar[tuple[str, ...]] = ("encoder_conv_kernel", "postnet_kernel")
+
+    def __post_init__(self):
+        for cls in type(self).__mro__:
+            for key in vars(cls).get("POSITIVE", ()):
+                if getattr(self, key) <= 0:
+                    raise ConfigError(f"model.{key} must be positive, got {getattr(self, key)}")
+            for key in vars(cls).get("ODD", ()):
+                if getattr(self, key) % 2 == 0:
+                    raise ConfigError(f"model.{key} must be odd (to keep lengths), got {getattr(self, key)}")
+
+    def as_kind(self, kind: str, **values) -> ModelConfig:
+        """The settings of another kind: this one's shared settings (encoder, postnet), that kind's
+        defaults for its own, and ``values`` over both."""
+        shared = {key: getattr(self, key) for key in _shared_keys()}
+        return model_section(kind)(**{**shared, "kind": kind, **values})
+
+
+def model_section(kind: str) -> type[ModelConfig]:
+    """The class of model.kind's section: its kind's ``config`` (vc/kinds/); a ConfigError listing the
+    kinds for an unknown name.
+
+    The one import upward from this module (tests/test_layout.py names it): the kinds own their
+    settings and register them with themselves; importing them here, when a config is read, keeps
+    `import vc.config` free of torch.
+    """
+    from vc import kinds
+
+    return kinds.get_kind(kind).config
 
 
 @dataclass
@@ -241,7 +260,7 @@ class PostfilterConfig:
 @dataclass
 class Config:
     audio: AudioConfig = field(default_factory=AudioConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
+    model: ModelConfig = field(default_factory=lambda: model_section("attention")())
     inference: InferenceConfig = field(default_factory=InferenceConfig)
     vocoder: VocoderConfig = field(default_factory=VocoderConfig)
     data: DataConfig = field(default_factory=DataConfig)
@@ -257,31 +276,40 @@ class Config:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> Config:
-        return _build(cls, _without_retired(data or {}), prefix="")
+    def from_dict(cls, data: dict[str, Any] | None, stored: bool = False) -> Config:
+        """A config from its dict (YAML). ``stored``: a config a checkpoint or experiment folder holds;
+        those from before each kind had its own section list every kind's model settings, and the
+        other kinds' are dropped."""
+        data = _without_retired(data or {})
+        model = data.get("model", {})
+        section = model_section(model.get("kind", "attention") if isinstance(model, dict) else "attention")
+        if isinstance(model, dict):
+            data["model"] = _other_kinds_dropped(model, section) if stored else model
+            _check_model_keys(data["model"], section)
+        return _build(cls, data, prefix="", classes={"model": section})
 
     def with_overrides(self, overrides: list[str]) -> Config:
+        """The config with each section.key=value set, in order. A new model.kind keeps the shared model
+        settings and takes that kind's defaults for its own (set them after it)."""
         data = self.to_dict()
         for item in overrides:
-            _apply_override(data, item)
+            kind = data["model"]["kind"]
+            try:
+                _apply_override(data, item)
+            except ConfigError:
+                key = item.split("=", 1)[0].strip()
+                if key.startswith("model."):  # another kind's setting: say so
+                    _check_model_keys({"kind": kind, key[len("model.") :]: None}, model_section(kind))
+                raise
+            if data["model"]["kind"] != kind:
+                new = model_section(data["model"]["kind"])
+                shared = {k: v for k, v in data["model"].items() if k in _shared_keys()}
+                data["model"] = {**dataclasses.asdict(new()), **shared}
         return Config.from_dict(data)
 
 
 POSITIVE = {
     "audio": ("sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "max_duration"),
-    "model": (
-        "encoder_reduction_factor",
-        "encoder_conv_layers",
-        "reduction_factor",
-        "postnet_layers",
-        "attention_dim",
-        "attention_rnn_dim",
-        "decoder_rnn_dim",
-        "encoder_hidden_dim",
-        "parallel_decoder_layers",
-        "parallel_decoder_channels",
-        "duration_predictor_channels",
-    ),
     "vocoder": ("griffin_lim_iters",),
     "data": ("batch_size", "num_fixed_utterances"),
     "train": ("max_steps", "eval_every", "log_every", "evolution_columns", "select_utterances"),
@@ -295,13 +323,6 @@ CHOICES = {
     ("train", "select_by"): ("loss", "free_running"),
     ("train", "decay"): ("noam", "constant", "linear"),
 }
-ODD = (
-    "encoder_conv_kernel",
-    "postnet_kernel",
-    "attention_location_kernel",
-    "parallel_decoder_kernel",
-    "duration_predictor_kernel",
-)
 
 
 def _validate(config: Config) -> None:
@@ -316,9 +337,6 @@ def _validate(config: Config) -> None:
         value = getattr(getattr(config, section), key)
         if value not in allowed:
             raise ConfigError(f"{section}.{key} must be one of {', '.join(allowed)}, got {value!r}")
-    for key in ODD:
-        if getattr(config.model, key) % 2 == 0:
-            raise ConfigError(f"model.{key} must be odd (to keep lengths), got {getattr(config.model, key)}")
     if config.audio.win_length > config.audio.n_fft:
         raise ConfigError(f"audio.win_length ({config.audio.win_length}) must not exceed audio.n_fft")
     if not 0 < config.inference.max_ratio or config.inference.min_ratio > config.inference.max_ratio:
@@ -375,15 +393,47 @@ def _without_retired(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _shared_keys() -> set[str]:
+    """The model settings every kind has (ModelConfig's)."""
+    return {f.name for f in dataclasses.fields(ModelConfig)}
+
+
+def _own_keys(section: type) -> set[str]:
+    """The keys a kind's section adds to the shared model settings."""
+    return {f.name for f in dataclasses.fields(section)} - _shared_keys()
+
+
+def _other_kinds_dropped(model: dict[str, Any], section: type) -> dict[str, Any]:
+    """A stored model section without the settings of the kinds it is not (see Config.from_dict)."""
+    from vc import kinds
+
+    others = set().union(*(_own_keys(kind.config) for kind in kinds.KINDS.values())) - _own_keys(section)
+    return {key: value for key, value in model.items() if key not in others}
+
+
+def _check_model_keys(model: dict[str, Any], section: type) -> None:
+    """A key of another kind's section is named as such (an unknown one _build names)."""
+    from vc import kinds
+
+    for key in model:
+        owners = [name for name, kind in kinds.KINDS.items() if key in _own_keys(kind.config)]
+        if owners and key not in _own_keys(section):
+            raise ConfigError(
+                f"model.{key} is a setting of model.kind {' / '.join(owners)}, not of {model.get('kind', 'attention')}"
+            )
+
+
 def _field_types(cls) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
 
-def _build(cls, data: dict[str, Any], prefix: str):
+def _build(cls, data: dict[str, Any], prefix: str, classes: dict[str, type] | None = None):
+    """``cls`` from ``data``, every key checked; ``classes``: the class of a section other than its
+    type hint's (the model section's kind)."""
     if not isinstance(data, dict):
         raise ConfigError(f"'{prefix.rstrip('.') or 'config'}' must be a mapping, got {data!r}")
-    types_ = _field_types(cls)
+    types_ = {**_field_types(cls), **(classes or {})}
     unknown = sorted(set(data) - set(types_))
     if unknown:
         raise ConfigError(
@@ -482,8 +532,11 @@ def resolve_config_path(path: str | Path) -> Path:
     raise ConfigError(f"config file not found: {path} (starter configs by name: {', '.join(starters)})")
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
-    """Load a YAML config or a starter config by name (missing sections keep their defaults); apply overrides."""
+def load_config(
+    path: str | Path | None = None, overrides: list[str] | None = None, stored: bool = False
+) -> Config:
+    """Load a YAML config or a starter config by name (missing sections keep their defaults); apply overrides.
+    ``stored``: an experiment's config.yaml, perhaps from an older version (Config.from_dict)."""
     data: dict[str, Any] = {}
     if path is not None:
         path = resolve_config_path(path)
@@ -491,7 +544,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             data = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"config file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
-    config = Config.from_dict(data)
+    config = Config.from_dict(data, stored=stored)
     return config.with_overrides(overrides or [])
 
 

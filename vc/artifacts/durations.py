@@ -22,7 +22,6 @@ def save_durations(path, durations: dict[str, torch.Tensor], config: Config, tea
         "vc_version": __version__,
         "teacher": teacher,
         "encoder_reduction_factor": config.model.encoder_reduction_factor,
-        "reduction_factor": config.model.reduction_factor,
         "report": dict(vars(report)),
         "durations": durations,
     }

@@ -51,7 +51,8 @@ def run(args) -> None:
     from vc.training.mel2linear import train_mel2linear
 
     refuse_overwrite([args.out], args.overwrite)
-    config = load_config(args.config, section_overrides(args, "mel2linear"))
+    # The model's config.yaml, perhaps from an older version.
+    config = load_config(args.config, section_overrides(args, "mel2linear"), stored=True)
     info = train_mel2linear(
         args.inputs,
         config.audio,

@@ -53,7 +53,7 @@ def run(args) -> None:
 
     refuse_overwrite([args.out], args.overwrite)
     # The model's own config (its postfilter section, defaults for older checkpoints), then the flags.
-    config = Config.from_dict(load_checkpoint(args.checkpoint)["config"])
+    config = Config.from_dict(load_checkpoint(args.checkpoint)["config"], stored=True)
     options = config.with_overrides(section_overrides(args, "postfilter")).postfilter
     info = train_postfilter(args.lists, args.checkpoint, args.out, options, progress=not args.no_progress)
     print(

@@ -81,7 +81,7 @@ def score_against_references(
     (a classical peer, another model) scored exactly as ``converted``, listed right after it.
     The result's "model_row" says which row is the model (the listening report reads it).
     """
-    config = load_config(config_path) if config_path else Config()
+    config = load_config(config_path, stored=True) if config_path else Config()
     text = text or find_transcripts(reference)
     transcripts = read_transcripts(text) if text else None
     if train_list is None and config.data.train_list and Path(config.data.train_list).is_file():

@@ -114,7 +114,7 @@ class Converter:
         device = pick_device(device)
         payload = load_checkpoint(path, map_location=device)
         try:
-            config = Config.from_dict(payload["config"]).with_overrides(overrides or [])
+            config = Config.from_dict(payload["config"], stored=True).with_overrides(overrides or [])
             model = build_model(config.audio.n_mels, config.model)
             model.load_state_dict(payload["model"])
             stats = payload["stats"]

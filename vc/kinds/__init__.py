@@ -13,9 +13,10 @@ from vc.config import ModelConfig
 from vc.errors import ConfigError
 from vc.kinds.attention import ATTENTION
 from vc.kinds.base import DevViews, ModelKind
+from vc.kinds.framewise import FRAMEWISE
 from vc.kinds.nonautoregressive import NONAUTOREGRESSIVE
 
-KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE)}
+KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE, FRAMEWISE)}
 
 
 def get_kind(name: str) -> ModelKind:

@@ -10,6 +10,8 @@ non-autoregressive converter (`vc durations --checkpoint`).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -22,10 +24,38 @@ from vc.model.seq2seq import Seq2SeqVC, decoder_steps
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class AttentionConfig(ModelConfig):
+    """The model section of kind attention: the shared encoder and postnet, its attention and decoder."""
+
+    kind: str = "attention"
+    # Attention: location | content | dot | general | location_general.
+    attention_type: str = "location"
+    attention_dim: int = 128
+    attention_location_filters: int = 32
+    attention_location_kernel: int = 31
+    # Decoder: prenet, attention RNN, two residual decoder RNN layers.
+    reduction_factor: int = 2
+    decoder_prenet_dim: int = 256
+    decoder_prenet_dropout: float = 0.5  # stays on at inference (Tacotron 2)
+    attention_rnn_dim: int = 256
+    decoder_rnn_dim: int = 256
+
+    POSITIVE: ClassVar[tuple[str, ...]] = (
+        "reduction_factor",
+        "attention_dim",
+        "attention_rnn_dim",
+        "decoder_rnn_dim",
+    )
+    ODD: ClassVar[tuple[str, ...]] = ("attention_location_kernel",)
+
+
 class AttentionKind(ModelKind):
     name = "attention"
+    config = AttentionConfig
     network = Seq2SeqVC
     teaches_durations = True
+    selects_free_running = True
     dev_terms = ("spectral", "stop", "guided_attention")
     selection_terms = ("spectral", "stop")  # what conversion needs: spectra and stopping
 

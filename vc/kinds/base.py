@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from vc.config import Config, InferenceConfig, ModelConfig
+from vc.errors import ConfigError
 
 
 @dataclass
@@ -41,18 +42,24 @@ class ModelKind:
     """One model kind. Subclasses set ``name`` and ``network`` and override what differs."""
 
     name: str = ""
+    config: type[ModelConfig] = ModelConfig  # its model section: ModelConfig's settings and its own
     network: Callable[[int, ModelConfig], nn.Module]  # (n_mels, model config) -> the network
     needs_durations = False  # trains on data.durations (frames per encoder step)
     teaches_durations = False  # its teacher-forced alignments time another kind (vc durations)
     # The dev losses logged (valid/loss/<name>), and those summed into the score best.pt is chosen by.
     dev_terms: tuple[str, ...] = ("spectral",)
     selection_terms: tuple[str, ...] = ("spectral",)
+    # train.select_by free_running: best.pt by the distance of free-running dev conversions
+    # (vc/training/selection.py), which only the attention model needs (its loss goes flat early).
+    selects_free_running = False
 
     def build(self, n_mels: int, config: ModelConfig) -> nn.Module:
         return self.network(n_mels, config)
 
     def check(self, config: Config) -> None:
         """Raise ConfigError for settings this kind cannot train with."""
+        if config.train.select_by != "loss" and not self.selects_free_running:
+            raise ConfigError(f"train.select_by free_running needs model.kind attention, not {self.name}")
 
     def initialise(self, model: nn.Module, durations: dict[str, torch.Tensor] | None) -> None:
         """Set up a new network before its first step (the training durations when it needs them)."""

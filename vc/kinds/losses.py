@@ -1,5 +1,5 @@
 """Training losses: masked spectral L1 + L2, stop-token BCE, guided attention; the non-autoregressive
-converter's spectral and duration losses. Each model kind (vc/kinds/) runs its forward and picks its terms."""
+converter's spectral and duration losses; the frame-wise converter's spectral loss. Each model kind (vc/kinds/) runs its forward and picks its terms."""
 
 from __future__ import annotations
 
@@ -102,6 +102,11 @@ def compute_losses(
     else:
         guided = tgt.new_zeros(())
     return Losses(spectral + stop + guided_weight * guided, spectral, stop, guided)
+
+
+class SpectralLosses(NamedTuple):
+    total: torch.Tensor
+    spectral: torch.Tensor  # L1 + L2 before and after the postnet
 
 
 class StudentLosses(NamedTuple):

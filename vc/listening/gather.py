@@ -139,7 +139,7 @@ def _read_config(exp: Experiment) -> None:
         return
     exp.config_text = path.read_text()
     try:
-        config = load_config(path)
+        config = load_config(path, stored=True)
         exp.audio, exp.evolution_columns = config.audio, config.train.evolution_columns
     except VcError as exc:
         exp.notes.append(f"config.yaml unreadable ({exc}): default audio settings used")
@@ -270,7 +270,7 @@ def _eval_pairs(exp: Experiment) -> dict[str, tuple[str, str]]:
     if exp.config_text is None:
         return {}
     try:
-        dev_list = load_config(exp.folder / "config.yaml").data.dev_list
+        dev_list = load_config(exp.folder / "config.yaml", stored=True).data.dev_list
     except VcError:
         return {}
     if not dev_list:

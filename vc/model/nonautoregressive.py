@@ -119,7 +119,6 @@ class NonAutoregressiveVC(nn.Module):
         c = config
         self.config = config
         self.encoder = Encoder.from_config(n_mels, c)
-        dim = c.parallel_decoder_channels
         self.duration_predictor = DurationPredictor(
             self.encoder.output_dim,
             c.duration_predictor_channels,
@@ -127,30 +126,10 @@ class NonAutoregressiveVC(nn.Module):
             c.duration_predictor_kernel,
             c.parallel_decoder_dropout,
         )
-        # The frame's place inside its encoder step's run (start 0 .. end ~1) joins the repeated state,
-        # so the decoder can move through a step instead of holding it.
-        self.inp = nn.Linear(self.encoder.output_dim + 1, dim)
-        self.blocks = nn.ModuleList(
-            ResidualConvBlock(dim, c.parallel_decoder_kernel, c.parallel_decoder_dropout)
-            for _ in range(c.parallel_decoder_layers)
-        )
-        self.norm = nn.LayerNorm(dim)
-        self.proj = nn.Linear(dim, n_mels)
-        self.postnet = Postnet(
-            n_mels, c.postnet_layers, c.postnet_channels, c.postnet_kernel, c.postnet_dropout
-        )
+        add_frame_decoder(self, n_mels, self.encoder.output_dim, c)
 
     def _decode(self, memory, enc_lens, log_durations, durations, max_frames=None):
-        with record_function("decoder"):
-            expanded, index, position, lens = length_regulate(memory, durations, max_frames)
-            keep = (~make_pad_mask(lens, expanded.shape[1])).unsqueeze(-1).to(expanded.dtype)
-            x = self.inp(torch.cat([expanded, position.unsqueeze(-1)], dim=-1)) * keep
-            for block in self.blocks:
-                x = block(x, keep)
-            before = self.proj(self.norm(x)) * keep
-        with record_function("postnet"):
-            after = (before + self.postnet(before, keep.squeeze(-1) == 0)) * keep
-        alignments = F.one_hot(index, memory.shape[1]).to(memory.dtype) * keep
+        before, after, alignments, lens = decode_frames(self, memory, durations, max_frames)
         return NonAutoregressiveOutput(before, after, log_durations, durations, alignments, lens, enc_lens)
 
     def forward(self, src, src_lens, durations) -> NonAutoregressiveOutput:
@@ -174,6 +153,42 @@ class NonAutoregressiveVC(nn.Module):
             max_frames = (src_lens.float() * config.max_ratio).long().clamp(min=1)
             durations = cap_durations(durations, max_frames)
         return self._decode(memory, enc_lens, log_durations, durations)
+
+
+def add_frame_decoder(module: nn.Module, n_mels: int, memory_dim: int, config: ModelConfig) -> None:
+    """The parallel decoder's layers as attributes of ``module`` (inp, blocks, norm, proj, postnet): the
+    converters that expand encoder steps into frames share them (decode_frames), and their checkpoints
+    keep the same parameter names."""
+    c = config
+    dim = c.parallel_decoder_channels
+    # The frame's place inside its encoder step's run (start 0 .. end ~1) joins the repeated state,
+    # so the decoder can move through a step instead of holding it.
+    module.inp = nn.Linear(memory_dim + 1, dim)
+    module.blocks = nn.ModuleList(
+        ResidualConvBlock(dim, c.parallel_decoder_kernel, c.parallel_decoder_dropout)
+        for _ in range(c.parallel_decoder_layers)
+    )
+    module.norm = nn.LayerNorm(dim)
+    module.proj = nn.Linear(dim, n_mels)
+    module.postnet = Postnet(
+        n_mels, c.postnet_layers, c.postnet_channels, c.postnet_kernel, c.postnet_dropout
+    )
+
+
+def decode_frames(module: nn.Module, memory: torch.Tensor, durations: torch.Tensor, max_frames=None):
+    """Encoder states (B, N, D) repeated by ``durations`` (B, N) -> the layers add_frame_decoder gave
+    ``module`` -> (before, after) (B, T, n_mels), one-hot alignments (B, T, N), lens (B,)."""
+    with record_function("decoder"):
+        expanded, index, position, lens = length_regulate(memory, durations, max_frames)
+        keep = (~make_pad_mask(lens, expanded.shape[1])).unsqueeze(-1).to(expanded.dtype)
+        x = module.inp(torch.cat([expanded, position.unsqueeze(-1)], dim=-1)) * keep
+        for block in module.blocks:
+            x = block(x, keep)
+        before = module.proj(module.norm(x)) * keep
+    with record_function("postnet"):
+        after = (before + module.postnet(before, keep.squeeze(-1) == 0)) * keep
+    alignments = F.one_hot(index, memory.shape[1]).to(memory.dtype) * keep
+    return before, after, alignments, lens
 
 
 def predicted_durations(log_durations: torch.Tensor, pad_mask: torch.Tensor, speed: float) -> torch.Tensor:

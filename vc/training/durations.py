@@ -128,7 +128,7 @@ def extract_durations(
     """Teacher-forced alignments of the attention model ``checkpoint`` on every pair of ``lists``
     (their cached features in ``features_dir``, computed when missing) -> durations file ``out``."""
     payload = load_checkpoint(checkpoint)
-    config = Config.from_dict(payload["config"])
+    config = Config.from_dict(payload["config"], stored=True)
     if not get_kind(config.model.kind).teaches_durations:
         raise CheckpointError(
             f"{checkpoint} is a {config.model.kind} model; durations come from an attention model"

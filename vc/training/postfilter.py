@@ -84,7 +84,7 @@ def train_postfilter(
         )
     started = time.monotonic()
     payload = load_checkpoint(checkpoint)
-    audio = Config.from_dict(payload["config"]).audio
+    audio = Config.from_dict(payload["config"], stored=True).audio
     stats = FeatureStats.from_dict(payload["stats"]["target"])
     torch.manual_seed(options.seed)
     rng = random.Random(options.seed)

@@ -1,0 +1,128 @@
+"""The frame-wise converter as a kind: one output frame per source frame (vc/model/framewise.py).
+
+It trains on the target warped onto the source's timeline by the pair's durations (data.durations:
+target frames per encoder step, from DTW or the attention model's alignments; any alignment `vc
+durations` writes): source frame i of encoder step j reads the target frame at the same relative place
+inside step j's run of target frames, one whole frame, never an average. Where the target is slower, some
+of its frames are skipped; where it is faster, some repeat. Its networks after it (mel -> linear,
+post-filter) learn at the target's timing, so its teacher-forced output is warped the other way.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import torch
+
+from vc.config import Config
+from vc.kinds.base import DevViews, ModelKind
+from vc.kinds.losses import SpectralLosses, masked_spectral_loss
+from vc.kinds.nonautoregressive import ParallelDecoderConfig
+from vc.model.framewise import FrameWiseOutput, FrameWiseVC, source_durations
+from vc.model.layers import make_pad_mask
+
+log = logging.getLogger(__name__)
+
+
+def target_on_source(
+    tgt: torch.Tensor, tgt_lens: torch.Tensor, durations: torch.Tensor, src_lens: torch.Tensor, factor: int
+) -> torch.Tensor:
+    """The target's frames at the source's timing.
+
+    Source frame i (encoder step j = i // factor, the k-th of its n_j frames) reads target frame
+    start_j + floor((k + 0.5) / n_j * d_j): the same relative place inside step j's d_j target frames;
+    a step with no frame reads the frame after it.
+    Shapes: tgt (B, T_tgt, D), tgt_lens (B,), durations (B, N), src_lens (B,) -> (B, T_src, D), T_src =
+    max(src_lens), zero past each source length.
+    """
+    frames = int(src_lens.max())
+    i = torch.arange(frames, device=tgt.device)
+    step = (i // factor).clamp(max=durations.shape[1] - 1)[None, :].expand(len(tgt), -1)  # (B, T_src)
+    per_step = source_durations(src_lens.to(tgt.device), durations.shape[1], factor).gather(1, step)
+    within = ((i[None, :] - step * factor).float() + 0.5) / per_step.clamp(min=1).float()
+    d = durations.long().gather(1, step)
+    start = durations.long().cumsum(dim=1).gather(1, step) - d
+    index = start + (within * d.float()).floor().long()
+    index = torch.minimum(index, (tgt_lens.to(tgt.device) - 1).clamp(min=0)[:, None])
+    out = tgt.gather(1, index[:, :, None].expand(-1, -1, tgt.shape[2]))
+    keep = (~make_pad_mask(src_lens.to(tgt.device), frames)).unsqueeze(-1).to(tgt.dtype)
+    return out * keep
+
+
+def source_on_target(
+    out: FrameWiseOutput, durations: torch.Tensor, src_lens: torch.Tensor, tgt_lens: torch.Tensor, factor: int
+) -> FrameWiseOutput:
+    """An output on the source's timeline warped onto the target's: target frame t of step j's run
+    (the k-th of d_j) reads source frame j * factor + floor((k + 0.5) / d_j * n_j), whole.
+    Shapes: out's frames (B, T_src, D); durations (B, N) -> frames (B, T_tgt, D), one-hot alignments
+    (B, T_tgt, N), lens = tgt_lens."""
+    device = out.after.device
+    frames = int(tgt_lens.max())
+    durations = durations.long().to(device)
+    ends = durations.cumsum(dim=1)
+    t = torch.arange(frames, device=device)
+    step = torch.searchsorted(ends, t.expand(len(ends), -1).contiguous(), right=True)
+    step = step.clamp(max=durations.shape[1] - 1)  # (B, T_tgt)
+    d = durations.gather(1, step).clamp(min=1)
+    k = t[None, :] - (ends.gather(1, step) - durations.gather(1, step))
+    per_step = source_durations(src_lens.to(device), durations.shape[1], factor).gather(1, step)
+    index = step * factor + ((k.float() + 0.5) / d.float() * per_step.float()).floor().long()
+    index = torch.minimum(index, (src_lens.to(device) - 1).clamp(min=0)[:, None])
+    keep = (~make_pad_mask(tgt_lens.to(device), frames)).unsqueeze(-1)
+
+    def warp(x: torch.Tensor) -> torch.Tensor:
+        return x.gather(1, index[:, :, None].expand(-1, -1, x.shape[2])) * keep.to(x.dtype)
+
+    return FrameWiseOutput(
+        warp(out.before), warp(out.after), warp(out.alignments), tgt_lens.to(device), out.enc_lens
+    )
+
+
+@dataclass
+class FrameWiseConfig(ParallelDecoderConfig):
+    """The model section of kind framewise: the shared encoder and postnet, the parallel decoder."""
+
+    kind: str = "framewise"
+
+
+class FrameWiseKind(ModelKind):
+    name = "framewise"
+    config = FrameWiseConfig
+    network = FrameWiseVC
+    needs_durations = True  # they warp the target onto the source's timeline
+
+    def losses(self, model, batch, config: Config, step: int | None) -> SpectralLosses:
+        """Forward on the source's timeline; L1 + L2 against the target warped onto it."""
+        out = model(batch.src, batch.src_lens)
+        factor = config.model.encoder_reduction_factor
+        target = target_on_source(batch.tgt, batch.tgt_lens, batch.durations, batch.src_lens, factor)
+        spectral = masked_spectral_loss(out.before, target, batch.src_lens) + masked_spectral_loss(
+            out.after, target, batch.src_lens
+        )
+        return SpectralLosses(spectral, spectral)
+
+    def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations) -> FrameWiseOutput:
+        """The output warped onto the target's timing by the durations it trained on."""
+        factor = model.config.encoder_reduction_factor
+        return source_on_target(model(src, src_lens), durations, src_lens, tgt_lens, factor)
+
+    def log_fixed_utterances(self, views: DevViews, model, batch, step: int) -> None:
+        """Per fixed dev utterance: the target warped onto the source's timeline against the conversion,
+        and its audio."""
+        from vc.plotting import mel_figure  # matplotlib: not on conversion's import path
+
+        config, writer = views.config, views.writer
+        free = model.inference(batch.src, batch.src_lens, config.inference)
+        factor = config.model.encoder_reduction_factor
+        target = target_on_source(batch.tgt, batch.tgt_lens, batch.durations, batch.src_lens, factor)
+        waves, wave_lens = views.vocoder(views.target_stats.denormalize(free.after), free.lens)
+        for k, utt_id in enumerate(batch.utt_ids):
+            frames = int(batch.src_lens[k])
+            warped = target[k, :frames].cpu().numpy()
+            converted = free.after[k, : int(free.lens[k])].float().cpu().numpy()
+            writer.add_figure(f"valid/mel/{utt_id}", mel_figure(warped, converted, utt_id), step)
+            views.audio(utt_id, waves[k, : int(wave_lens[k])].float().cpu(), step)
+
+
+FRAMEWISE = FrameWiseKind()

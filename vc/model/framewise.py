@@ -1,0 +1,94 @@
+"""The frame-wise converter: one output frame per source frame, so no timing is guessed.
+
+    source mels -> encoder -> h_1..h_N (N = ceil(T_src / f), f = encoder_reduction_factor)
+        -> each h_j back to its f source frames -> parallel decoder (residual conv blocks)
+        -> postnet -> log-mels on the source's timeline
+
+It learns from the target warped onto the source's timeline (vc/kinds/framewise.py), the way frame-wise
+DBLSTM converters beat joint-density GMMs (Sun et al., ICASSP 2015) and the GMM itself converts: frame by
+frame, keeping the source's timing. Parallel ARCTIC pairs speak at nearly the same rate (the DTW
+durations of bdl -> slt give 1.02 target frames per source frame), so the source's timing costs no words
+(docs/ablation.md, "Where the student's words go", source-timing row). ``inference.speed`` changes the
+rate after the network.
+
+The layers after the encoder are the non-autoregressive converter's (vc.model.nonautoregressive), at
+durations of f frames per step.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+from torch.profiler import record_function
+
+from vc.config import InferenceConfig, ModelConfig
+from vc.model.encoder import Encoder
+from vc.model.nonautoregressive import add_frame_decoder, decode_frames
+
+
+class FrameWiseOutput(NamedTuple):
+    before: torch.Tensor  # (B, T, n_mels) decoder mels
+    after: torch.Tensor  # (B, T, n_mels) after the postnet
+    alignments: torch.Tensor  # (B, T, N) one-hot: the encoder step each output frame reads
+    lens: torch.Tensor  # (B,) output frames
+    enc_lens: torch.Tensor  # (B,) encoder steps
+
+
+def source_durations(src_lens: torch.Tensor, steps: int, factor: int) -> torch.Tensor:
+    """(B,) source frames -> (B, steps) source frames per encoder step: ``factor`` each, fewer in the
+    last step of an odd length, 0 past it; each row sums to its length."""
+    start = torch.arange(steps, device=src_lens.device) * factor
+    return (src_lens[:, None] - start[None, :]).clamp(min=0, max=factor)
+
+
+def resample_frames(
+    frames: torch.Tensor, lens: torch.Tensor, speed: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row of ``frames`` (B, T, D) at ``speed`` x its rate (> 1: fewer frames): output frame k takes
+    the nearest input frame, whole (a mix of two would blur what the network made sharp).
+    Returns (B, T', D) zero past each new length, and the lengths (B,), at least one frame."""
+    if speed == 1.0:
+        return frames, lens
+    new_lens = (lens.float() / speed).round().long().clamp(min=1)
+    k = torch.arange(int(new_lens.max()), device=frames.device)
+    index = ((k[None, :].float() + 0.5) * speed).floor().long()
+    index = torch.minimum(index, (lens - 1).clamp(min=0)[:, None])
+    out = frames.gather(1, index[:, :, None].expand(-1, -1, frames.shape[2]))
+    keep = (k[None, :] < new_lens[:, None]).to(frames.dtype)
+    return out * keep[:, :, None], new_lens
+
+
+class FrameWiseVC(nn.Module):
+    """Encoder, the encoder states back at the source frames, parallel conv decoder, postnet.
+
+    Shapes: src (B, T_src, n_mels), src_lens (B,) -> mels (B, T_src, n_mels) at the source's timing.
+    """
+
+    def __init__(self, n_mels: int, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.encoder = Encoder.from_config(n_mels, config)
+        add_frame_decoder(self, n_mels, self.encoder.output_dim, config)
+
+    def forward(self, src: torch.Tensor, src_lens: torch.Tensor) -> FrameWiseOutput:
+        """Training and teacher forcing: one output frame per source frame."""
+        with record_function("encoder"):  # stage labels for torch.profiler (bench/convert_rtf.py)
+            memory, enc_lens = self.encoder(src, src_lens)
+        factor = self.config.encoder_reduction_factor
+        durations = source_durations(src_lens.to(memory.device), memory.shape[1], factor)
+        before, after, alignments, lens = decode_frames(self, memory, durations)
+        return FrameWiseOutput(before, after, alignments, lens, enc_lens)
+
+    @torch.no_grad()
+    def inference(self, src, src_lens, config: InferenceConfig | None = None) -> FrameWiseOutput:
+        """Conversion on the source's timeline; inference.speed > 1 speaks faster (fewer frames)."""
+        config = config or InferenceConfig()
+        out = self(src, src_lens)
+        if config.speed == 1.0:
+            return out
+        before, _ = resample_frames(out.before, out.lens, config.speed)
+        after, lens = resample_frames(out.after, out.lens, config.speed)
+        alignments, _ = resample_frames(out.alignments, out.lens, config.speed)
+        return FrameWiseOutput(before, after, alignments, lens, out.enc_lens)
