@@ -86,7 +86,9 @@ def test_each_kind_reads_its_own_section():
 def test_a_setting_of_another_kind_is_named_as_such():
     with pytest.raises(ConfigError, match="model.attention_dim is a setting of model.kind attention, not of"):
         Config.from_dict({"model": {"kind": "nonautoregressive", "attention_dim": 8}})
-    with pytest.raises(ConfigError, match="model.duration_predictor_layers is a setting of model.kind nonauto"):
+    with pytest.raises(
+        ConfigError, match="model.duration_predictor_layers is a setting of model.kind nonauto"
+    ):
         load_config("framewise", ["model.duration_predictor_layers=1"])
     with pytest.raises(ConfigError, match="unknown config key 'model.attention_dimm'"):
         load_config("default", ["model.attention_dimm=1"])
@@ -110,7 +112,9 @@ def test_a_new_kind_by_override_keeps_the_shared_settings_and_takes_its_own_defa
     config = config.with_overrides(["model.parallel_decoder_layers=2"])
     assert config.model.parallel_decoder_layers == 2
     assert Config.from_dict(config.to_dict()) == config  # the YAML round trip keeps the kind's class
-    with pytest.raises(ConfigError, match="model.kind must be one of attention, nonautoregressive, framewise"):
+    with pytest.raises(
+        ConfigError, match="model.kind must be one of attention, nonautoregressive, framewise"
+    ):
         load_config("default", ["model.kind=gan"])
     with pytest.raises(ConfigError, match="model.parallel_decoder_kernel must be odd"):
         load_config("framewise", ["model.parallel_decoder_kernel=4"])
