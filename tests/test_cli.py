@@ -103,9 +103,11 @@ def test_vc_convert_sets_the_thread_count(checkpoint, tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "options,message",
     [
-        ([], "needs --checkpoint (an attention model) or --dtw, not both"),
-        (["--checkpoint", "teacher.pt", "--dtw", "--config", "student"], "or --dtw, not both"),
+        ([], "needs one of --checkpoint (an attention model), --dtw or --phones"),
+        (["--checkpoint", "teacher.pt", "--dtw", "--config", "student"], "needs one of --checkpoint"),
+        (["--dtw", "--phones", "--config", "student"], "needs one of --checkpoint"),
         (["--dtw"], "--dtw needs --config"),
+        (["--phones"], "--phones needs --config"),
         (
             ["--checkpoint", "teacher.pt", "--set", "model.encoder_reduction_factor=1"],
             "--set goes with --dtw",

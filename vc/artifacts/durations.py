@@ -1,11 +1,14 @@
 """The durations file: target frames per encoder step for every training utterance, as
-vc.training.durations reads them from the attention model's alignments. The non-autoregressive
+vc.training.durations reads them from the attention model's alignments or DTW, and vc.training.phones
+from the phones of both recordings. The non-autoregressive
 converter trains on it, and teacher forcing replays it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from vc import __version__
@@ -14,6 +17,18 @@ from vc.errors import DataError
 from vc.fileio import atomic_save
 
 FORMAT = "vc-durations"
+
+
+def empty_step_share(durations: dict[str, torch.Tensor]) -> float:
+    """The share of encoder steps, over all utterances, that get no frame."""
+    return float(np.mean(np.concatenate([(d == 0).numpy() for d in durations.values()])))
+
+
+@dataclass
+class DurationReport:
+    utterances: int
+    sharpness: float | None  # mean attention weight on the hard path (None: from DTW or phones)
+    zero_fraction: float  # encoder steps given no frame
 
 
 def save_durations(path, durations: dict[str, torch.Tensor], config: Config, teacher: str, report) -> None:

@@ -9,7 +9,9 @@ DESCRIPTION = (
     "Teacher-forced alignments of a trained attention model on every pair of the lists, "
     "made monotonic and hard (attention centroids): integer durations per encoder step that sum to each "
     "target's frames. "
-    "With --dtw instead, dynamic time warping of each pair's mel-cepstra gives them (no model needed). "
+    "With --dtw instead, dynamic time warping of each pair's mel-cepstra gives them (no model needed); "
+    "with --phones, both recordings aligned to their transcript's phones (pocketsphinx's aligner, the "
+    "same acoustic model as the WER scorer's) and matched phone by phone. "
     "Example: vc durations --checkpoint EXP/checkpoints/averaged.pt --features-dir EXP/features "
     "--out EXP/durations.pt data/bdl_slt/train.tsv data/bdl_slt/dev.tsv"
 )
@@ -32,14 +34,30 @@ def add_parser(commands) -> None:
     sub.add_argument(
         "--dtw", action="store_true", help="durations from DTW of each pair instead of an attention model"
     )
-    sub.add_argument("--config", help="with --dtw: the student's YAML config (conf/student.yaml)")
+    sub.add_argument(
+        "--phones",
+        action="store_true",
+        help="durations from the transcripts' phones, aligned in both recordings (needs pocketsphinx)",
+    )
+    sub.add_argument(
+        "--text",
+        help="with --phones: transcripts (utt_id<TAB>text or ARCTIC txt.done.data); default: the corpus "
+        "file beside each recording's folder (etc/txt.done.data)",
+    )
+    sub.add_argument(
+        "--alignments", help="with --phones: the phone alignments to write (default: OUT with .phones.json)"
+    )
+    sub.add_argument("--workers", type=int, default=1, help="with --phones: aligning processes (default 1)")
+    sub.add_argument(
+        "--config", help="with --dtw or --phones: the converter's YAML config (conf/student.yaml)"
+    )
     sub.add_argument(
         "--set",
         dest="set_overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="with --dtw: an override of that config, e.g. model.encoder_reduction_factor=1 (repeatable)",
+        help="with --dtw or --phones: an override of that config, e.g. model.encoder_reduction_factor=1",
     )
     sub.add_argument("--features-dir", required=True, help="feature cache folder (EXP/features)")
     sub.add_argument("--out", required=True, help="durations file to write (EXP/durations.pt)")
@@ -61,10 +79,17 @@ def run(args) -> None:
         overrides=args.set_overrides,
         overwrite=args.overwrite,
         progress=not args.no_progress,
+        phones=args.phones,
+        text=args.text,
+        alignments=args.alignments,
+        workers=args.workers,
     )
-    how = (
-        "DTW of the pairs' mel-cepstra" if args.dtw else f"mean attention on the path {report.sharpness:.3f}"
-    )
+    if args.dtw:
+        how = "DTW of the pairs' mel-cepstra"
+    elif args.phones:
+        how = "the phones of both recordings"
+    else:
+        how = f"mean attention on the path {report.sharpness:.3f}"
     print(
         f"durations: {args.out} ({report.utterances} utterances; {how}, "
         f"{100 * report.zero_fraction:.1f} % of encoder steps get no frame)"

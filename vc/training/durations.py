@@ -27,14 +27,13 @@ source frame the path pairs it with, and the encoder step that holds that frame.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from vc.artifacts.checkpoint import load_checkpoint, private_rng
-from vc.artifacts.durations import save_durations
+from vc.artifacts.durations import DurationReport, empty_step_share, save_durations
 from vc.audio import FeatureStats
 from vc.config import AudioConfig, Config, load_config
 from vc.errors import CheckpointError, ConfigError
@@ -102,18 +101,6 @@ def durations_from_dtw(
     # Encoder step j stacks source frames j*f .. j*f + f - 1: centres in [j*f - 0.5, j*f + f - 0.5).
     step = np.clip(np.floor((mean_source + 0.5) / factor).astype(np.int64), 0, steps - 1)
     return np.bincount(step, minlength=steps)
-
-
-def empty_step_share(durations: dict[str, torch.Tensor]) -> float:
-    """The share of encoder steps, over all utterances, that get no frame."""
-    return float(np.mean(np.concatenate([(d == 0).numpy() for d in durations.values()])))
-
-
-@dataclass
-class DurationReport:
-    utterances: int
-    sharpness: float | None  # mean attention weight on the hard path (None: durations from DTW)
-    zero_fraction: float  # encoder steps given no frame
 
 
 @torch.no_grad()
@@ -219,18 +206,25 @@ def extract_dtw_durations(
 
 
 def check_durations_request(
-    checkpoint: str | Path | None, dtw: bool, config: str | Path | None, overrides: list[str]
+    checkpoint: str | Path | None,
+    dtw: bool,
+    config: str | Path | None,
+    overrides: list[str],
+    phones: bool = False,
 ) -> None:
-    """One source of durations, and what it needs: an attention ``checkpoint``, or ``dtw`` with the
-    student's ``config`` (``overrides`` apply to that config only). Checked before any work."""
-    if (checkpoint is None) == (not dtw):
-        raise ConfigError("vc durations needs --checkpoint (an attention model) or --dtw, not both")
-    if dtw and config is None:
+    """One source of durations, and what it needs: an attention ``checkpoint``, or ``dtw`` or ``phones``
+    with the converter's ``config`` (``overrides`` apply to that config only). Checked before any work."""
+    if (checkpoint is not None) + dtw + phones != 1:
+        raise ConfigError("vc durations needs one of --checkpoint (an attention model), --dtw or --phones")
+    if (dtw or phones) and config is None:
+        how = "--dtw" if dtw else "--phones"
         raise ConfigError(
-            "vc durations --dtw needs --config (the student's audio settings and frame stacking)"
+            f"vc durations {how} needs --config (the converter's audio settings and frame stacking)"
         )
-    if overrides and not dtw:
-        raise ConfigError("vc durations: --set goes with --dtw (an attention model's config is its own)")
+    if overrides and checkpoint is not None:
+        raise ConfigError(
+            "vc durations: --set goes with --dtw or --phones (an attention model's config is its own)"
+        )
 
 
 def write_durations(
@@ -243,12 +237,26 @@ def write_durations(
     overrides: list[str] | None = None,
     overwrite: bool = False,
     progress: bool = True,
+    phones: bool = False,
+    text: str | Path | None = None,
+    alignments: str | Path | None = None,
+    workers: int = 1,
 ) -> DurationReport:
     """`vc durations`: the request checked (check_durations_request), an existing ``out`` refused
     unless ``overwrite``, then the durations of every pair of ``lists`` from the attention model
-    ``checkpoint`` (extract_durations) or from DTW (extract_dtw_durations, with ``config``)."""
+    ``checkpoint`` (extract_durations), from DTW (extract_dtw_durations, with ``config``) or from the
+    phones of both recordings (vc.training.phones, with ``config``, the transcripts ``text`` and the
+    phone ``alignments`` file written, by default OUT's name with .phones.json)."""
     overrides = list(overrides or [])
-    check_durations_request(checkpoint, dtw, config, overrides)
+    check_durations_request(checkpoint, dtw, config, overrides, phones)
+    if phones:
+        from vc.training.phones import extract_phone_durations
+
+        alignments = Path(alignments) if alignments else Path(out).with_suffix(".phones.json")
+        refuse_overwrite([out, alignments], overwrite)
+        return extract_phone_durations(
+            load_config(config, overrides), lists, features_dir, out, alignments, text, workers, progress
+        )
     refuse_overwrite([out], overwrite)
     if dtw:
         return extract_dtw_durations(
