@@ -136,3 +136,9 @@ def test_a_pair_without_a_transcript_is_one_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no transcript of nope" in err, err
     assert not (tmp_path / "d.pt").exists()
+
+
+def test_a_recording_too_short_for_its_words_gets_no_alignment_instead_of_an_error():
+    needs("pocketsphinx")
+    text = "author of the danger trail philip steels etc and many more words here"
+    assert PhoneAligner()(np.zeros(800, dtype=np.float32), text) == []

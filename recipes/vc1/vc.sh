@@ -6,7 +6,9 @@
 #   3 train        the attention model (the teacher; TensorBoard in EXP/tensorboard), then vc average: the
 #                  mean weights of its last --average snapshots -> EXP/checkpoints/averaged.pt; vc durations:
 #                  frames per source step, from DTW of each pair (-> EXP/durations_dtw.pt) or the teacher's
-#                  alignments (--durations attention -> EXP/durations.pt); then the non-autoregressive
+#                  alignments (--durations attention -> EXP/durations.pt) or the transcripts' phones aligned in
+#                  both recordings (--durations phones -> EXP/durations_phones.pt, the alignments in
+#                  EXP/phones.json); then the non-autoregressive
 #                  converter (the student, --student_conf) on those durations, averaged the same way ->
 #                  EXP/student/checkpoints/averaged.pt, the model every later stage uses (with
 #                  --student_conf none the attention model is the model)
@@ -27,8 +29,9 @@
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
 #          --student_conf YAML (stage 3's non-autoregressive converter, the model; default conf/student.yaml;
 #          none: the attention model alone is the model)
-#          --durations dtw|attention (where the student's durations come from: DTW of each pair, default,
-#          vc durations --dtw; or the attention model's alignments, vc durations --checkpoint)
+#          --durations dtw|attention|phones (where the student's durations come from: DTW of each pair,
+#          default, vc durations --dtw; the attention model's alignments, vc durations --checkpoint; or the
+#          transcripts' phones in both recordings, vc durations --phones, pocketsphinx's aligner)
 #          --teacher_minutes N (the attention model's time limit when a student is the model; default 14;
 #          0: its config's train.max_minutes; a trailing train.max_minutes=N wins over both)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
@@ -86,7 +89,7 @@ done
 for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures" "$teacher_minutes"; do
     [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage, --average, --teacher_minutes and --gmm_* take a number, got '$n'" >&2; exit 2; }
 done
-[ "$durations" = attention ] || [ "$durations" = dtw ] || { echo "vc.sh: --durations takes attention or dtw, got '$durations'" >&2; exit 2; }
+case "$durations" in attention|dtw|phones) ;; *) echo "vc.sh: --durations takes attention, dtw or phones, got '$durations'" >&2; exit 2 ;; esac
 [ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
 [ -n "$unseen_voices" ] || unseen_voices=$tgt-as-source,festival-kal,flite-rms
 [ "$average" != 1 ] || { echo "vc.sh: --average takes 0 (off) or at least 2 snapshots, got 1" >&2; exit 2; }
@@ -164,13 +167,15 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         # student's snapshots learned other timing, so they are not resumed).
         new_student() { rm -rf "$student_exp/.train_done" "$student_exp/checkpoints"; }
         durations_file=$exp/durations.pt
-        [ "$durations" = attention ] || durations_file=$exp/durations_dtw.pt
-        if [ "$durations" = dtw ] && [ ! -f "$durations_file" ]; then
-            echo "=== stage 3: durations from DTW of each pair ($(date '+%H:%M:%S'))"
+        [ "$durations" = attention ] || durations_file=$exp/durations_$durations.pt
+        if [ "$durations" != attention ] && [ ! -f "$durations_file" ]; then
+            echo "=== stage 3: durations from the pairs ($durations) ($(date '+%H:%M:%S'))"
             new_student
             sets=()  # the student's overrides (its frame stacking decides what a step is)
             for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
-            vc durations --dtw --config "$student_conf" --features-dir "$exp/features" --out "$durations_file" \
+            how=(--dtw)
+            [ "$durations" = dtw ] || how=(--phones --alignments "$exp/phones.json" --overwrite)
+            vc durations "${how[@]}" --config "$student_conf" --features-dir "$exp/features" --out "$durations_file" \
                 "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 \
                 | tee "$logs/stage3_durations.log"
         elif [ "$durations" = attention ] && { [ ! -f "$durations_file" ] || [ "$durations_file" -ot "$teacher" ]; }; then

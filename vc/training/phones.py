@@ -152,13 +152,16 @@ class PhoneAligner:
         pcm = (np.clip(wave, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
         self.decoder.reinit_feat()
         self.decoder.set_align_text(" ".join(words))
-        for second_pass in (False, True):  # the word alignment, then the phones inside it
-            if second_pass:
-                self.decoder.set_alignment()
-            self.decoder.start_utt()
-            self.decoder.process_raw(pcm, full_utt=True)
-            self.decoder.end_utt()
-        alignment = self.decoder.get_alignment()
+        try:
+            for second_pass in (False, True):  # the word alignment, then the phones inside it
+                if second_pass:
+                    self.decoder.set_alignment()
+                self.decoder.start_utt()
+                self.decoder.process_raw(pcm, full_utt=True)
+                self.decoder.end_utt()
+            alignment = self.decoder.get_alignment()
+        except RuntimeError:  # the search found no path through the words: no alignment
+            return []
         if alignment is None:
             return []
         return [
