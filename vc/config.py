@@ -156,6 +156,9 @@ class DataConfig:
     # Non-autoregressive converter only: the durations file `vc durations` wrote (every train and dev
     # utterance).
     durations: str = ""
+    # The phone alignments `vc durations --phones` wrote beside its durations (every train and dev
+    # utterance): the labels of the phonetic loss (train.phonetic_weight).
+    phones: str = ""
     batch_size: int = 32
     num_workers: int = 0
     # Fixed dev utterances whose alignments are logged (first N of the dev list).
@@ -197,6 +200,11 @@ class TrainConfig:
     stop_pos_weight: float = 5.0
     # Non-autoregressive converter only: weight of the duration predictor's loss on log(d + 1).
     duration_loss_weight: float = 1.0
+    # The phonetic loss (vc/training/phonetic.py; the converters, with data.phones): this weight x the
+    # cross-entropy of a frozen phone classifier on the output frames; 0 = off. The classifier trains
+    # first, for phonetic_minutes (part of the run's time, not of train.max_minutes).
+    phonetic_weight: float = 0.0
+    phonetic_minutes: float = 2.0
     guided_attention_sigma: float = 0.4
     guided_attention_weight: float = 1.0
     eval_every: int = 200

@@ -52,6 +52,9 @@ class ModelKind:
     # train.select_by free_running: best.pt by the distance of free-running dev conversions
     # (vc/training/selection.py), which only the attention model needs (its loss goes flat early).
     selects_free_running = False
+    # Whose phone labels its output frames carry for the phonetic loss (vc/training/phonetic.py):
+    # "target" (output on the target's timing) or "source" (on the source's); None: no phonetic loss.
+    phonetic_labels: str | None = None
 
     def build(self, n_mels: int, config: ModelConfig) -> nn.Module:
         return self.network(n_mels, config)
@@ -60,14 +63,24 @@ class ModelKind:
         """Raise ConfigError for settings this kind cannot train with."""
         if config.train.select_by != "loss" and not self.selects_free_running:
             raise ConfigError(f"train.select_by free_running needs model.kind attention, not {self.name}")
+        if config.train.phonetic_weight > 0 and self.phonetic_labels is None:
+            raise ConfigError(
+                f"train.phonetic_weight needs a converter timed by durations, not model.kind {self.name}"
+            )
+        if config.train.phonetic_weight > 0 and not config.data.phones:
+            raise ConfigError(
+                "train.phonetic_weight needs data.phones (the alignments of vc durations --phones)"
+            )
 
     def initialise(self, model: nn.Module, durations: dict[str, torch.Tensor] | None) -> None:
         """Set up a new network before its first step (the training durations when it needs them)."""
 
-    def losses(self, model: nn.Module, batch, config: Config, step: int | None) -> NamedTuple:
+    def losses(self, model: nn.Module, batch, config: Config, step: int | None, critic=None) -> NamedTuple:
         """Forward a vc.training.data.Batch and return its losses (field ``total`` first).
 
-        ``step`` is the training step about to be taken; None on the dev set."""
+        ``step`` is the training step about to be taken; None on the dev set. ``critic``: the frozen phone
+        classifier of the phonetic loss (training steps with train.phonetic_weight > 0, kinds with
+        phonetic_labels; batch.phones holds the labels); None otherwise."""
         raise NotImplementedError
 
     def step_stats(self, config: Config, step: int) -> dict[str, float]:

@@ -17,7 +17,7 @@ import torch
 
 from vc.config import Config
 from vc.kinds.base import DevViews, ModelKind
-from vc.kinds.losses import SpectralLosses, masked_spectral_loss
+from vc.kinds.losses import SpectralLosses, masked_spectral_loss, phonetic_loss
 from vc.kinds.nonautoregressive import ParallelDecoderConfig
 from vc.model.framewise import FrameWiseOutput, FrameWiseVC, source_durations
 from vc.model.layers import make_pad_mask
@@ -91,16 +91,21 @@ class FrameWiseKind(ModelKind):
     config = FrameWiseConfig
     network = FrameWiseVC
     needs_durations = True  # they warp the target onto the source's timeline
+    phonetic_labels = "source"  # its output frames are the source's
 
-    def losses(self, model, batch, config: Config, step: int | None) -> SpectralLosses:
-        """Forward on the source's timeline; L1 + L2 against the target warped onto it."""
+    def losses(self, model, batch, config: Config, step: int | None, critic=None) -> SpectralLosses:
+        """Forward on the source's timeline; L1 + L2 against the target warped onto it; with a critic,
+        the phonetic loss against the source's phones too."""
         out = model(batch.src, batch.src_lens)
         factor = config.model.encoder_reduction_factor
         target = target_on_source(batch.tgt, batch.tgt_lens, batch.durations, batch.src_lens, factor)
         spectral = masked_spectral_loss(out.before, target, batch.src_lens) + masked_spectral_loss(
             out.after, target, batch.src_lens
         )
-        return SpectralLosses(spectral, spectral)
+        if critic is None:
+            return SpectralLosses(spectral, spectral)
+        phonetic = phonetic_loss(critic, out.after, batch.phones)
+        return SpectralLosses(spectral + config.train.phonetic_weight * phonetic, spectral, phonetic)
 
     def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations) -> FrameWiseOutput:
         """The output warped onto the target's timing by the durations it trained on."""

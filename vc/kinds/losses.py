@@ -104,15 +104,29 @@ def compute_losses(
     return Losses(spectral + stop + guided_weight * guided, spectral, stop, guided)
 
 
+IGNORE = -100  # a frame without a phone label (padding)
+
+
+def phonetic_loss(classifier: torch.nn.Module, mels: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of a phone classifier (vc/model/phone_classifier.py) on (B, T, n_mels) frames
+    against (B, T') labels, IGNORE on padding (the shorter of T and T' decides): the phonetic loss
+    (vc/training/phonetic.py)."""
+    frames = min(mels.shape[1], labels.shape[1])
+    logits = classifier(mels[:, :frames].float())
+    return F.cross_entropy(logits.transpose(1, 2), labels[:, :frames], ignore_index=IGNORE)
+
+
 class SpectralLosses(NamedTuple):
     total: torch.Tensor
     spectral: torch.Tensor  # L1 + L2 before and after the postnet
+    phonetic: torch.Tensor | None = None  # with train.phonetic_weight > 0 (in total, weighted)
 
 
 class StudentLosses(NamedTuple):
     total: torch.Tensor
     spectral: torch.Tensor  # L1 + L2 before and after the postnet
     duration: torch.Tensor  # mean squared error of log(d + 1) over the true encoder steps
+    phonetic: torch.Tensor | None = None  # with train.phonetic_weight > 0 (in total, weighted)
 
 
 def duration_loss(

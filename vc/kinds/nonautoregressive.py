@@ -16,7 +16,7 @@ import torch
 
 from vc.config import Config, ModelConfig
 from vc.kinds.base import DevViews, ModelKind
-from vc.kinds.losses import StudentLosses, duration_loss, masked_spectral_loss
+from vc.kinds.losses import StudentLosses, duration_loss, masked_spectral_loss, phonetic_loss
 from vc.model.nonautoregressive import NonAutoregressiveVC
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class NonAutoregressiveKind(ModelKind):
     needs_durations = True
     dev_terms = ("spectral", "duration")
     selection_terms = ("spectral", "duration")
+    phonetic_labels = "target"
 
     def initialise(self, model, durations) -> None:
         """The duration predictor starts at log(1 + the mean frames per step): an untrained model speaks
@@ -65,10 +66,17 @@ class NonAutoregressiveKind(ModelKind):
         with torch.no_grad():
             model.duration_predictor.out.bias.fill_(float(torch.log1p(rate)))
 
-    def losses(self, model, batch, config: Config, step: int | None) -> StudentLosses:
+    def losses(self, model, batch, config: Config, step: int | None, critic=None) -> StudentLosses:
         """Forward at the extracted durations (they sum to batch.tgt_lens: the output has the target's
-        frames) and the losses."""
-        return self.loss_terms(model(batch.src, batch.src_lens, batch.durations), batch, config)
+        frames) and the losses; with a critic, the phonetic loss on the output too."""
+        out = model(batch.src, batch.src_lens, batch.durations)
+        losses = self.loss_terms(out, batch, config)
+        if critic is None:
+            return losses
+        phonetic = phonetic_loss(critic, out.after, batch.phones)
+        return losses._replace(
+            total=losses.total + config.train.phonetic_weight * phonetic, phonetic=phonetic
+        )
 
     def loss_terms(self, out, batch, config: Config) -> StudentLosses:
         """The spectral and duration losses of an output at the extracted durations."""

@@ -22,6 +22,7 @@ from vc.audio import FeatureStats, LogMel, logmel_numpy, read_audio
 from vc.config import AudioConfig
 from vc.errors import DataError
 from vc.fileio import atomic_save, atomic_write_text
+from vc.kinds.losses import IGNORE
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 
@@ -116,10 +117,11 @@ def speaker_stats(
 
 
 class ParallelDataset(torch.utils.data.Dataset):
-    """Normalised (utt_id, source, target[, durations]) tensors, in a fixed (sorted id) order.
+    """Normalised (utt_id, source, target, durations, phones) tensors, in a fixed (sorted id) order.
 
     ``durations``: utt_id -> (N,) target frames per encoder step (vc.training.durations), for the
-    non-autoregressive converter; every item then carries its row.
+    converters timed by them; ``phones``: utt_id -> frame labels of the phonetic loss
+    (vc.training.phonetic); None where not given.
     """
 
     def __init__(
@@ -128,13 +130,15 @@ class ParallelDataset(torch.utils.data.Dataset):
         src_stats: FeatureStats,
         tgt_stats: FeatureStats,
         durations: dict[str, torch.Tensor] | None = None,
+        phones: dict[str, torch.Tensor] | None = None,
     ):
         self.ids = sorted(features)
         self.items = [
             (
                 torch.from_numpy(src_stats.normalize(features[i][0])),
                 torch.from_numpy(tgt_stats.normalize(features[i][1])),
-                *((durations[i].long(),) if durations is not None else ()),
+                durations[i].long() if durations is not None else None,
+                phones[i].long() if phones is not None else None,
             )
             for i in self.ids
         ]
@@ -157,6 +161,7 @@ class Batch:
     tgt: torch.Tensor  # (B, T_tgt, n_mels)
     tgt_lens: torch.Tensor  # (B,)
     durations: torch.Tensor | None = None  # (B, N) frames per encoder step, 0 on padding
+    phones: torch.Tensor | None = None  # (B, T) phone labels of the phonetic loss, IGNORE on padding
 
     def to(self, device) -> Batch:
         return Batch(
@@ -166,11 +171,12 @@ class Batch:
             self.tgt.to(device),
             self.tgt_lens.to(device),
             self.durations.to(device) if self.durations is not None else None,
+            self.phones.to(device) if self.phones is not None else None,
         )
 
 
 def collate(items) -> Batch:
-    ids, sources, targets, *durations = zip(*items, strict=True)
+    ids, sources, targets, durations, phones = zip(*items, strict=True)
     pad = torch.nn.utils.rnn.pad_sequence
     return Batch(
         list(ids),
@@ -178,7 +184,8 @@ def collate(items) -> Batch:
         torch.tensor([len(s) for s in sources]),
         pad(targets, batch_first=True),
         torch.tensor([len(t) for t in targets]),
-        pad(durations[0], batch_first=True) if durations else None,
+        pad(durations, batch_first=True) if durations[0] is not None else None,
+        pad(phones, batch_first=True, padding_value=IGNORE) if phones[0] is not None else None,
     )
 
 

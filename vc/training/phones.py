@@ -304,7 +304,9 @@ def extract_phone_durations(
         )
     if unaligned:
         log.warning(
-            "%d recordings got no alignment and are timed linearly: %s", len(unaligned), unaligned[:5]
+            "%d pairs have a recording the aligner found no path through; they are timed linearly: %s",
+            len(unaligned),
+            unaligned[:5],
         )
     report = DurationReport(
         utterances=len(durations), sharpness=None, zero_fraction=empty_step_share(durations)

@@ -46,6 +46,7 @@ from vc.training.data import (
 )
 from vc.training.monitor import Monitor
 from vc.training.nonfinite import NonFiniteGuard, all_finite
+from vc.training.phonetic import load_frame_labels, phone_critic
 
 log = logging.getLogger(__name__)
 # The progress bar's losses: (label, loss name), those the model kind has.
@@ -140,8 +141,10 @@ class Trainer:
         if not self.is_main:
             train, dev = self._features_and_stats(progress=False)
         self.durations = self._durations(train, dev)
-        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, self.durations)
-        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, self.durations)
+        phones = self._phone_labels(train, dev)
+        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, self.durations, phones)
+        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, self.durations, phones)
+        self.loss_extras = {"critic": self._phone_critic(train, dev)} if phones is not None else {}
         augment = self.config.augment
         self.augment = (
             SourceAugment(augment, self.config.audio, self.src_stats) if augment.probability > 0 else None
@@ -159,6 +162,37 @@ class Trainer:
         durations = load_durations(self.config.data.durations, factor)
         check_durations(durations, {**train, **dev}, factor)
         return durations
+
+    def _phone_labels(self, train, dev, side: str | None = None) -> dict[str, torch.Tensor] | None:
+        """The output frames' phone labels of the phonetic loss (train.phonetic_weight > 0; the kind's
+        side of data.phones), or those of ``side``; None when the loss is off."""
+        if self.config.train.phonetic_weight <= 0:
+            return None
+        side = side or self.kind.phonetic_labels
+        frames = {utt: len(pair[0 if side == "source" else 1]) for utt, pair in {**train, **dev}.items()}
+        audio = self.config.audio
+        return load_frame_labels(self.config.data.phones, side, frames, audio.hop_length / audio.sample_rate)
+
+    def _phone_critic(self, train, dev):
+        """The frozen phone classifier of the phonetic loss, trained on the target's frames (rank 0; the
+        other ranks read the file it saved)."""
+        labels = self._phone_labels(train, dev, side="target")
+        pairs = {
+            name: [
+                (torch.from_numpy(self.tgt_stats.normalize(feats[utt][1])), labels[utt])
+                for utt in sorted(feats)
+            ]
+            for name, feats in (("train", train), ("dev", dev))
+        }
+        path = self.out_dir / "phone_classifier.pt"
+        if self.is_main:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            critic = phone_critic(self.config, pairs["train"], pairs["dev"], path, self.device)
+        if self.world_size > 1:
+            dist.barrier()
+        if not self.is_main:
+            critic = phone_critic(self.config, [], [], path, self.device)
+        return critic
 
     def _features_and_stats(self, progress: bool):
         audio, cache_dir = self.config.audio, feature_cache_dir(self.config, self.out_dir)
@@ -205,7 +239,7 @@ class Trainer:
         model = self.ddp or self.model
         model.train()
         with torch.autocast(self.device.type, enabled=self.use_amp):
-            losses = self.kind.losses(model, batch, self.config, self.step)
+            losses = self.kind.losses(model, batch, self.config, self.step, **self.loss_extras)
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(losses.total).backward()
         self.scaler.unscale_(self.optimizer)
@@ -217,7 +251,9 @@ class Trainer:
         self.scheduler.step()
         self.step += 1
         self.guard.skip(self.step, finite, self._divergence_advice)
-        stats = {f"loss/{name}": value.item() for name, value in losses._asdict().items()}
+        stats = {
+            f"loss/{name}": value.item() for name, value in losses._asdict().items() if value is not None
+        }
         stats.update({"opt/grad_norm": float(grad_norm), "opt/lr": self.scheduler.get_last_lr()[0]})
         stats["opt/skipped_updates"] = self.guard.skipped
         stats.update(self.kind.step_stats(self.config, self.step))

@@ -1,0 +1,132 @@
+"""The phonetic loss: frame labels from the phone alignments, a frozen classifier, its loss in training."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from tests.helpers import tensorboard_scalars, tiny_config, tiny_training_config
+from vc.artifacts.companion import read_network_payload
+from vc.errors import ConfigError, DataError
+from vc.kinds.losses import IGNORE, phonetic_loss
+from vc.model.phone_classifier import PhoneClassifier
+from vc.training.data import load_features
+from vc.training.durations import extract_dtw_durations
+from vc.training.phonetic import MARKER, PHONES, frame_labels, train_phone_classifier
+from vc.training.trainer import Trainer, train
+
+
+def test_frames_take_the_phone_they_fall_in_and_silence_elsewhere():
+    labels = frame_labels([["AO", 0.02, 0.05], ["TH", 0.05, 0.07], ["XX", 0.07, 0.09]], 10, 0.01)
+    ao, th = PHONES.index("AO"), PHONES.index("TH")
+    assert labels.tolist() == [0, 0, ao, ao, ao, th, th, 0, 0, 0]
+    assert frame_labels([["AO", 0.0, 5.0]], 3, 0.01).tolist() == [ao] * 3  # clipped to the frames
+
+
+def test_the_loss_ignores_padding_and_reads_the_shorter_length():
+    torch.manual_seed(0)
+    classifier = PhoneClassifier(6, len(PHONES), channels=8, layers=1).eval()
+    mels = torch.randn(2, 7, 6)
+    labels = torch.full((2, 5), IGNORE)
+    labels[0, :3] = 4
+    # the second item has no label; frames past the labels' 5 are not read
+    alone = phonetic_loss(classifier, mels[:1, :5], labels[:1])
+    torch.testing.assert_close(phonetic_loss(classifier, mels, labels), alone)
+    logits = classifier(mels[:1, :5])[0, :3]
+    torch.testing.assert_close(alone, torch.nn.functional.cross_entropy(logits, labels[0, :3]))
+
+
+def test_a_classifier_learns_separable_phones():
+    torch.manual_seed(0)
+    means = torch.randn(3, 6) * 3
+    pairs = []
+    for k in range(8):
+        labels = torch.randint(3, (60,), generator=torch.Generator().manual_seed(k))
+        pairs.append((means[labels] + 0.3 * torch.randn(60, 6), labels))
+    classifier, accuracy = train_phone_classifier(
+        pairs[:6], pairs[6:], 1.0, 0, torch.device("cpu"), max_steps=40, batch_size=8
+    )
+    assert accuracy > 0.9
+    assert not any(p.requires_grad for p in classifier.parameters())
+
+
+@pytest.fixture()
+def phonetic_config(tmp_path):
+    """A tiny student with DTW durations and a phones file that labels every frame 'AA' then 'S'."""
+    config = tiny_training_config(tmp_path)
+    config.model = tiny_config(
+        "nonautoregressive",
+        parallel_decoder_layers=1,
+        parallel_decoder_channels=8,
+        parallel_decoder_kernel=3,
+        duration_predictor_layers=1,
+        duration_predictor_channels=8,
+    )
+    features = {}
+    for path in (config.data.train_list, config.data.dev_list):
+        features.update(load_features(path, config.audio, config.data.cache_dir, progress=False))
+    extract_dtw_durations(
+        config,
+        [config.data.train_list, config.data.dev_list],
+        config.data.cache_dir,
+        tmp_path / "d.pt",
+        False,
+    )
+    seconds = config.audio.hop_length / config.audio.sample_rate
+    phones = {
+        utt: {side: [["AA", 0.0, len(mels) * seconds / 2], ["S", len(mels) * seconds / 2, len(mels) * seconds]]
+              for side, mels in zip(("source", "target"), pair, strict=True)}
+        for utt, pair in features.items()
+    }  # fmt: skip
+    (tmp_path / "phones.json").write_text(json.dumps(phones))
+    config.data = dataclasses.replace(
+        config.data, durations=str(tmp_path / "d.pt"), phones=str(tmp_path / "phones.json")
+    )
+    config.train = dataclasses.replace(config.train, phonetic_weight=0.5, phonetic_minutes=0.01)
+    return config
+
+
+def test_training_with_the_phonetic_loss_logs_it_and_keeps_its_classifier(phonetic_config, tmp_path):
+    out = tmp_path / "exp"
+    train(phonetic_config, out, progress=False)
+    assert "train/loss/phonetic" in tensorboard_scalars(out / "tensorboard")
+    saved = read_network_payload(out / "phone_classifier.pt", MARKER, "phone classifier")
+    assert saved["info"]["phones"] == PHONES and 0.0 <= saved["info"]["accuracy"] <= 1.0
+    before = (out / "phone_classifier.pt").stat().st_mtime_ns
+    longer = dataclasses.replace(
+        phonetic_config, train=dataclasses.replace(phonetic_config.train, max_steps=8)
+    )
+    trainer = Trainer(longer, out, resume=True, progress=False)  # the same classifier, not a new one
+    assert (out / "phone_classifier.pt").stat().st_mtime_ns == before
+    assert trainer.loss_extras["critic"].out.weight.equal(saved["model"]["out.weight"])
+    trainer.close()
+
+
+def test_without_the_phonetic_loss_no_term_is_logged(phonetic_config, tmp_path):
+    config = dataclasses.replace(
+        phonetic_config, train=dataclasses.replace(phonetic_config.train, phonetic_weight=0.0)
+    )
+    out = tmp_path / "exp"
+    train(config, out, progress=False)
+    assert "train/loss/phonetic" not in tensorboard_scalars(out / "tensorboard")
+    assert not (out / "phone_classifier.pt").exists()
+
+
+def test_the_phonetic_loss_needs_labels_and_a_converter(phonetic_config, tmp_path):
+    no_phones = dataclasses.replace(
+        phonetic_config, data=dataclasses.replace(phonetic_config.data, phones="")
+    )
+    with pytest.raises(ConfigError, match="needs data.phones"):
+        Trainer(no_phones, tmp_path / "a", progress=False)
+    attention = dataclasses.replace(phonetic_config, model=tiny_config())
+    with pytest.raises(ConfigError, match="not model.kind attention"):
+        Trainer(attention, tmp_path / "b", progress=False)
+    (tmp_path / "partial.json").write_text(json.dumps({"utt0": {"source": [], "target": []}}))
+    partial = dataclasses.replace(
+        phonetic_config, data=dataclasses.replace(phonetic_config.data, phones=str(tmp_path / "partial.json"))
+    )
+    with pytest.raises(DataError, match="has no phones of utt1"):
+        Trainer(partial, tmp_path / "c", progress=False)

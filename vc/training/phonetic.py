@@ -1,0 +1,147 @@
+"""The phonetic loss: a frozen phone classifier's cross-entropy on the converter's output frames.
+
+The word ladder (docs/ablation.md, "Where the student's words go") found most of the lost words in the
+spectral envelope's content, not in its timing: frames regressed toward the mean of their neighbours
+no longer tell one phone from another. The phone alignments of `vc durations --phones` label every frame
+of both recordings (vc/training/phones.py). A small conv classifier (vc/model/phone_classifier.py) learns
+the target speaker's phones from the target's natural frames at the start of `vc train`
+(train.phonetic_minutes, on the training pairs' targets, accuracy on the dev targets logged), is frozen,
+and the converter's loss adds train.phonetic_weight x its cross-entropy on the converter's output:
+every output frame must be the phone its label says, in the target's voice. The classifier is saved as
+EXP/phone_classifier.pt and reused on --resume. It is our own acoustic model (not the WER scorer's);
+the labels come from pocketsphinx's aligner.
+
+The output's labels: a kind on the target's timing (nonautoregressive) takes the target's phones, one
+on the source's timing (framewise) the source's (ModelKind.phonetic_labels).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import torch
+
+from vc.artifacts.companion import network_from_payload, read_network_payload, save_network
+from vc.config import Config
+from vc.errors import ConfigError, DataError
+from vc.kinds.losses import IGNORE, phonetic_loss
+from vc.model.phone_classifier import PhoneClassifier
+
+log = logging.getLogger(__name__)
+
+# CMU's 39 phones (pocketsphinx's en-us set, no stress), and silence (every frame outside a phone).
+PHONES = (
+    "SIL AA AE AH AO AW AY B CH D DH EH ER EY F G HH IH IY JH K L M N NG OW OY P R S SH T TH UH UW V W Y Z ZH"
+).split()
+
+
+def frame_labels(phones: list[list], frames: int, frame_seconds: float) -> torch.Tensor:
+    """[[phone, start s, end s], ...] -> (frames,) phone indices (PHONES); frame k sits at k x
+    frame_seconds; frames outside every phone (and phones outside PHONES) are silence, 0."""
+    labels = torch.zeros(frames, dtype=torch.long)
+    for name, start, end in phones:
+        if name in PHONES:
+            first, last = math.ceil(start / frame_seconds - 1e-6), math.ceil(end / frame_seconds - 1e-6)
+            labels[max(first, 0) : min(last, frames)] = PHONES.index(name)
+    return labels
+
+
+def load_frame_labels(path: str | Path, side: str, frames: dict[str, int], frame_seconds: float):
+    """utt id -> (frames,) labels of one side ("source" or "target") of the phone alignments file
+    (`vc durations --phones`) for every utterance of ``frames`` (utt id -> its frame count)."""
+    try:
+        alignments = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read the phone alignments {path}: {exc}") from None
+    missing = sorted(set(frames) - set(alignments))
+    if missing:
+        raise DataError(
+            f"{path} has no phones of {missing[0]} ({len(missing)} utterances): align these lists with "
+            "vc durations --phones"
+        )
+    return {utt: frame_labels(alignments[utt][side], count, frame_seconds) for utt, count in frames.items()}
+
+
+def train_phone_classifier(
+    train: list[tuple[torch.Tensor, torch.Tensor]],
+    dev: list[tuple[torch.Tensor, torch.Tensor]],
+    max_minutes: float,
+    seed: int,
+    device: torch.device,
+    crop: int = 128,
+    batch_size: int = 32,
+    max_steps: int = 20_000,
+) -> tuple[PhoneClassifier, float]:
+    """A classifier trained on (normalised mels (T, n_mels), labels (T,)) pairs for max_minutes (or
+    max_steps), frozen; and its frame accuracy on ``dev``."""
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    n_mels = train[0][0].shape[1]
+    classifier = PhoneClassifier(n_mels, len(PHONES)).to(device)
+    optimizer = torch.optim.AdamW(classifier.parameters(), lr=1e-3, weight_decay=1e-4)
+    start = time.monotonic()
+    step = 0
+    classifier.train()
+    while step < max_steps and time.monotonic() - start < max_minutes * 60:
+        picks = torch.randint(len(train), (batch_size,), generator=generator).tolist()
+        mels, labels = [], []
+        for k in picks:
+            mel, label = train[k]
+            offset = int(torch.randint(max(1, len(mel) - crop + 1), (1,), generator=generator))
+            piece = slice(offset, offset + crop)
+            mels.append(mel[piece])
+            labels.append(label[piece])
+        mels = torch.nn.utils.rnn.pad_sequence(mels, batch_first=True).to(device)
+        labels = torch.nn.utils.rnn.pad_sequence(labels, batch_first=True, padding_value=IGNORE).to(device)
+        loss = phonetic_loss(classifier, mels, labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        step += 1
+    classifier.eval().requires_grad_(False)
+    accuracy = frame_accuracy(classifier, dev, device)
+    log.info(
+        "phone classifier: %d steps in %.1f min, frame accuracy on the dev targets %.1f %%",
+        step, (time.monotonic() - start) / 60, 100 * accuracy,
+    )  # fmt: skip
+    return classifier, accuracy
+
+
+@torch.no_grad()
+def frame_accuracy(classifier: PhoneClassifier, pairs, device: torch.device) -> float:
+    """The share of frames whose most likely phone is their label."""
+    right = total = 0
+    for mel, label in pairs:
+        guess = classifier(mel[None].to(device)).argmax(dim=-1)[0].cpu()
+        right += int((guess == label).sum())
+        total += len(label)
+    return right / max(total, 1)
+
+
+MARKER = "vc-phone-classifier"
+
+
+def phone_critic(
+    config: Config, train_targets, dev_targets, path: Path, device: torch.device
+) -> PhoneClassifier:
+    """The frozen classifier of a run: the one saved at ``path`` (a resumed run), else one trained now
+    on the (normalised target mels, labels) pairs and saved there (vc/artifacts/companion.py's format)."""
+    if path.is_file():
+        payload = read_network_payload(path, MARKER, "phone classifier", device)
+        classifier = network_from_payload(
+            payload, PhoneClassifier, "phone classifier", path, config.audio, device
+        )
+        log.info("phone classifier: %s (dev frame accuracy %.1f %%)", path, 100 * payload["info"]["accuracy"])
+        return classifier.requires_grad_(False)
+    if not train_targets:
+        raise ConfigError("train.phonetic_weight needs training pairs with phone labels (data.phones)")
+    classifier, accuracy = train_phone_classifier(
+        train_targets, dev_targets, config.train.phonetic_minutes, config.train.seed, device
+    )
+    hparams = {"n_mels": config.audio.n_mels, "n_phones": len(PHONES)}
+    save_network(path, MARKER, classifier, hparams, config.audio, {"accuracy": accuracy, "phones": PHONES})
+    return classifier
