@@ -133,7 +133,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
             ["--teacher_minutes", "ten"],
             "--stage, --stop_stage, --average, --teacher_minutes and --gmm_* take a number, got 'ten'",
         ),
-        (["--durations", "viterbi"], "--durations takes attention or dtw, got 'viterbi'"),
+        (["--durations", "viterbi"], "--durations takes attention, dtw or phones, got 'viterbi'"),
         (["--student_conf", "conf/nope.yaml"], "student config not found: conf/nope.yaml"),
     ],
 )
