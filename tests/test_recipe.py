@@ -123,6 +123,20 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert "train the non-autoregressive converter (" in taught.stdout
     assert "from step 0" in (exp / "logs" / "stage3_student.log").read_text()
     assert f"durations: {exp / 'durations.pt'}" in (exp / "student" / "config.yaml").read_text()
+    # --durations phones with the phonetic loss: the phones of both recordings time the student and label
+    # its frames; its phone classifier is trained at the start of its run
+    phonetic = subprocess.run(
+        [*command, "--stage", "3", "--stop_stage", "3", "--durations", "phones", "--phonetic_weight", "0.5",
+         "student.train.phonetic_minutes=0.02"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert phonetic.returncode == 0, phonetic.stdout[-3000:] + phonetic.stderr[-3000:]
+    assert "durations from the pairs (phones)" in phonetic.stdout and (exp / "phones.json").is_file()
+    student = (exp / "student" / "config.yaml").read_text()
+    assert (
+        f"durations: {exp / 'durations_phones.pt'}" in student and f"phones: {exp / 'phones.json'}" in student
+    )
+    assert "phonetic_weight: 0.5" in student and (exp / "student" / "phone_classifier.pt").is_file()
     assert (exp / "checkpoints" / "averaged.pt").stat().st_mtime_ns == teacher_mtime
 
 
@@ -135,6 +149,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         ),
         (["--durations", "viterbi"], "--durations takes attention, dtw or phones, got 'viterbi'"),
         (["--student_conf", "conf/nope.yaml"], "student config not found: conf/nope.yaml"),
+        (["--phonetic_weight", "strong"], "--phonetic_weight takes a number, got 'strong'"),
     ],
 )
 def test_a_bad_option_is_one_line_and_status_2_before_any_stage(tmp_path, option, message):

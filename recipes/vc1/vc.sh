@@ -32,6 +32,8 @@
 #          --durations dtw|attention|phones (where the student's durations come from: DTW of each pair,
 #          default, vc durations --dtw; the attention model's alignments, vc durations --checkpoint; or the
 #          transcripts' phones in both recordings, vc durations --phones, pocketsphinx's aligner)
+#          --phonetic_weight W (the student's phonetic loss, train.phonetic_weight; default 0: off; above 0
+#          stage 3 also aligns the transcripts' phones, EXP/phones.json, for its labels)
 #          --teacher_minutes N (the attention model's time limit when a student is the model; default 14;
 #          0: its config's train.max_minutes; a trailing train.max_minutes=N wins over both)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
@@ -57,6 +59,7 @@ tgt=slt
 conf=conf/default.yaml
 student_conf=conf/student.yaml
 durations=dtw
+phonetic_weight=0
 teacher_minutes=14
 tag=""
 work=.
@@ -74,7 +77,7 @@ overrides=()
 student_overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--teacher_minutes|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--phonetic_weight|--teacher_minutes|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -89,6 +92,7 @@ done
 for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures" "$teacher_minutes"; do
     [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage, --average, --teacher_minutes and --gmm_* take a number, got '$n'" >&2; exit 2; }
 done
+[[ "$phonetic_weight" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "vc.sh: --phonetic_weight takes a number, got '$phonetic_weight'" >&2; exit 2; }
 case "$durations" in attention|dtw|phones) ;; *) echo "vc.sh: --durations takes attention, dtw or phones, got '$durations'" >&2; exit 2 ;; esac
 [ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
 [ -n "$unseen_voices" ] || unseen_voices=$tgt-as-source,festival-kal,flite-rms
@@ -186,9 +190,20 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         else
             echo "=== stage 3: durations: already done ($durations_file)"
         fi
+        phonetic=()  # the phonetic loss: its labels are the phones of both recordings (vc durations --phones)
+        if [ "$(awk -v w="$phonetic_weight" 'BEGIN { print (w > 0) }')" = 1 ]; then
+            if [ ! -f "$exp/phones.json" ]; then
+                echo "=== stage 3: the transcripts' phones for the phonetic loss ($(date '+%H:%M:%S'))"
+                new_student
+                vc durations --phones --alignments "$exp/phones.json" --config "$student_conf" \
+                    --features-dir "$exp/features" --out "$exp/durations_phones.pt" --overwrite \
+                    "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 | tee "$logs/stage3_phones.log"
+            fi
+            phonetic=("data.phones=$exp/phones.json" "train.phonetic_weight=$phonetic_weight")
+        fi
         train_and_average "the non-autoregressive converter" "$student_exp" "$student_conf" stage3_student \
             "${lists[@]}" "data.cache_dir=$exp/features" "data.durations=$durations_file" \
-            "${student_overrides[@]+"${student_overrides[@]}"}"
+            "${phonetic[@]+"${phonetic[@]}"}" "${student_overrides[@]+"${student_overrides[@]}"}"
     fi
 fi
 # The network is trained after the model so it can learn to undo the model's own blur; delete the file to
