@@ -153,8 +153,8 @@ class DataConfig:
     # the input statistics and the warp codebook (vc/audio/voice_warp.py) come from its sources.
     # Empty: from the training list.
     stats_list: str = ""
-    # Non-autoregressive converter only: the durations file `vc durations` wrote (every train and dev
-    # utterance).
+    # The converters timed by durations (nonautoregressive, framewise): the file `vc durations` wrote
+    # (every train and dev utterance).
     durations: str = ""
     # The phone alignments `vc durations --phones` wrote beside its durations (every train and dev
     # utterance): the labels of the phonetic loss (train.phonetic_weight).
