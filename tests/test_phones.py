@@ -112,7 +112,8 @@ def test_vc_durations_phones_writes_durations_and_the_alignments(tmp_path, capsy
     ids = ("arctic_a0001", "arctic_a0002")
     pairs.write_text("".join(f"{u}\t{arctic_file('bdl', u)}\t{arctic_file('slt', u)}\n" for u in ids))
     out = tmp_path / "durations.pt"
-    argv = ["durations", "--phones", "--config", "student", "--features-dir", str(tmp_path / "features")]
+    argv = ["durations", "--phones", "--workers", "2", "--config", "student"]
+    argv += ["--features-dir", str(tmp_path / "features")]
     assert main([*argv, "--out", str(out), "--no-progress", str(pairs)]) == 0
     assert "the phones of both recordings" in capsys.readouterr().out
     config = load_config("student")

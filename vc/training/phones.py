@@ -29,6 +29,7 @@ import logging
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -268,18 +269,18 @@ def extract_phone_durations(
     ]
     workers = max(1, min(workers, os.cpu_count() or 1))
     aligned, unpronounced = [], set()
-    with show_progress(total=len(jobs), desc="phones", unit="file", disable=not progress) as bar:
+    with (
+        show_progress(total=len(jobs), desc="phones", unit="file", disable=not progress) as bar,
+        ExitStack() as stack,
+    ):
         if workers == 1:
             results = map(_align, jobs)
-        else:
-            pool = ProcessPoolExecutor(workers)
-            results = pool.map(_align, jobs, chunksize=8)
+        else:  # each worker process its own aligner; the pool ends with this block, an error included
+            results = stack.enter_context(ProcessPoolExecutor(workers)).map(_align, jobs, chunksize=8)
         for phones, missing_words in results:
             aligned.append(phones)
             unpronounced |= missing_words
             bar.update(1)
-        if workers > 1:
-            pool.shutdown()
     factor = config.model.encoder_reduction_factor
     frame_seconds = config.audio.hop_length / config.audio.sample_rate
     durations, alignments, unaligned = {}, {}, []
