@@ -21,53 +21,54 @@ from vc.kinds.losses import SpectralLosses, masked_spectral_loss, phonetic_loss
 from vc.kinds.nonautoregressive import ParallelDecoderConfig
 from vc.model.framewise import FrameWiseOutput, FrameWiseVC, source_durations
 from vc.model.layers import make_pad_mask
+from vc.model.nonautoregressive import runs
 
 log = logging.getLogger(__name__)
+
+
+def warp_index(from_durations: torch.Tensor, to_durations: torch.Tensor, frames: int):
+    """Frames laid out in runs of ``from_durations`` (B, N) per step -> for each, its step and the frame at
+    the same relative place inside that step's run of ``to_durations``: the k-th of n reads frame
+    start + floor((k + 0.5) / n * d) of the run of d; a run with no frame reads the frame after it.
+    Returns two (B, frames) long tensors (indices past the other side's length are the caller's to clamp)."""
+    step, place, length = runs(from_durations, frames)
+    to_length = to_durations.gather(1, step)
+    to_start = to_durations.cumsum(dim=1).gather(1, step) - to_length
+    offset = ((place.float() + 0.5) / length.clamp(min=1).float() * to_length.float()).floor().long()
+    return step, to_start + offset
 
 
 def target_on_source(
     tgt: torch.Tensor, tgt_lens: torch.Tensor, durations: torch.Tensor, src_lens: torch.Tensor, factor: int
 ) -> torch.Tensor:
-    """The target's frames at the source's timing.
-
-    Source frame i (encoder step j = i // factor, the k-th of its n_j frames) reads target frame
-    start_j + floor((k + 0.5) / n_j * d_j): the same relative place inside step j's d_j target frames;
-    a step with no frame reads the frame after it.
+    """The target's frames at the source's timing (warp_index from the source's frames per step to the
+    target's): one whole target frame per source frame.
     Shapes: tgt (B, T_tgt, D), tgt_lens (B,), durations (B, N), src_lens (B,) -> (B, T_src, D), T_src =
     max(src_lens), zero past each source length.
     """
+    device = tgt.device
     frames = int(src_lens.max())
-    i = torch.arange(frames, device=tgt.device)
-    step = (i // factor).clamp(max=durations.shape[1] - 1)[None, :].expand(len(tgt), -1)  # (B, T_src)
-    per_step = source_durations(src_lens.to(tgt.device), durations.shape[1], factor).gather(1, step)
-    within = ((i[None, :] - step * factor).float() + 0.5) / per_step.clamp(min=1).float()
-    d = durations.long().gather(1, step)
-    start = durations.long().cumsum(dim=1).gather(1, step) - d
-    index = start + (within * d.float()).floor().long()
-    index = torch.minimum(index, (tgt_lens.to(tgt.device) - 1).clamp(min=0)[:, None])
+    durations = durations.long().to(device)
+    per_step = source_durations(src_lens.to(device), durations.shape[1], factor)
+    _, index = warp_index(per_step, durations, frames)
+    index = torch.minimum(index, (tgt_lens.to(device) - 1).clamp(min=0)[:, None])
     out = tgt.gather(1, index[:, :, None].expand(-1, -1, tgt.shape[2]))
-    keep = (~make_pad_mask(src_lens.to(tgt.device), frames)).unsqueeze(-1).to(tgt.dtype)
+    keep = (~make_pad_mask(src_lens.to(device), frames)).unsqueeze(-1).to(tgt.dtype)
     return out * keep
 
 
 def source_on_target(
     out: FrameWiseOutput, durations: torch.Tensor, src_lens: torch.Tensor, tgt_lens: torch.Tensor, factor: int
 ) -> FrameWiseOutput:
-    """An output on the source's timeline warped onto the target's: target frame t of step j's run
-    (the k-th of d_j) reads source frame j * factor + floor((k + 0.5) / d_j * n_j), whole.
+    """An output on the source's timeline warped onto the target's (warp_index the other way): one
+    whole source frame per target frame.
     Shapes: out's frames (B, T_src, D); durations (B, N) -> frames (B, T_tgt, D), one-hot alignments
     (B, T_tgt, N), lens = tgt_lens."""
     device = out.after.device
     frames = int(tgt_lens.max())
     durations = durations.long().to(device)
-    ends = durations.cumsum(dim=1)
-    t = torch.arange(frames, device=device)
-    step = torch.searchsorted(ends, t.expand(len(ends), -1).contiguous(), right=True)
-    step = step.clamp(max=durations.shape[1] - 1)  # (B, T_tgt)
-    d = durations.gather(1, step).clamp(min=1)
-    k = t[None, :] - (ends.gather(1, step) - durations.gather(1, step))
-    per_step = source_durations(src_lens.to(device), durations.shape[1], factor).gather(1, step)
-    index = step * factor + ((k.float() + 0.5) / d.float() * per_step.float()).floor().long()
+    per_step = source_durations(src_lens.to(device), durations.shape[1], factor)
+    _, index = warp_index(durations, per_step, frames)
     index = torch.minimum(index, (src_lens.to(device) - 1).clamp(min=0)[:, None])
     keep = (~make_pad_mask(tgt_lens.to(device), frames)).unsqueeze(-1)
 

@@ -42,6 +42,18 @@ class NonAutoregressiveOutput(NamedTuple):
     enc_lens: torch.Tensor  # (B,) encoder steps
 
 
+def runs(durations: torch.Tensor, frames: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Frames 0..frames-1 laid out as runs of durations[:, j] frames for step j: each frame's step, its
+    place inside its step's run (0, 1, ...) and that run's length. Frames past a row's sum take its
+    last step. Shapes: durations (B, N) non-negative integers -> three (B, frames) long tensors."""
+    ends = durations.cumsum(dim=1)  # (B, N): one past the last frame of step j
+    t = torch.arange(frames, device=durations.device)
+    step = torch.searchsorted(ends, t.expand(len(ends), -1).contiguous(), right=True)
+    step = step.clamp(max=durations.shape[1] - 1)
+    length = durations.gather(1, step)
+    return step, t[None, :] - (ends.gather(1, step) - length), length
+
+
 def length_regulate(
     memory: torch.Tensor, durations: torch.Tensor, max_frames: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -53,17 +65,12 @@ def length_regulate(
         each frame reads, position (B, T) in [0, 1) of the frame inside its step's run, lens (B,)
     """
     durations = durations.long().clamp(min=0)
-    ends = durations.cumsum(dim=1)  # (B, N): one past the last frame of step j
-    lens = ends[:, -1]
+    lens = durations.sum(dim=1)
     frames = int(lens.max()) if max_frames is None else max_frames
     frames = max(frames, 1)
-    t = torch.arange(frames, device=memory.device)
-    index = torch.searchsorted(ends, t.expand(len(ends), -1).contiguous(), right=True)
-    index = index.clamp(max=memory.shape[1] - 1)  # (B, T)
-    start = ends.gather(1, index) - durations.gather(1, index)
-    length = durations.gather(1, index).clamp(min=1)
-    position = (t[None, :] - start).clamp(min=0).to(memory.dtype) / length.to(memory.dtype)
-    keep = (t[None, :] < lens[:, None]).to(memory.dtype)
+    index, place, length = runs(durations, frames)
+    position = place.clamp(min=0).to(memory.dtype) / length.clamp(min=1).to(memory.dtype)
+    keep = (torch.arange(frames, device=memory.device)[None, :] < lens[:, None]).to(memory.dtype)
     expanded = memory.gather(1, index[:, :, None].expand(-1, -1, memory.shape[2])) * keep[:, :, None]
     return expanded, index, position * keep, lens
 
