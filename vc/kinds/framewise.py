@@ -17,7 +17,7 @@ import torch
 
 from vc.config import Config
 from vc.kinds.base import DevViews, ModelKind
-from vc.kinds.losses import SpectralLosses, masked_spectral_loss, phonetic_loss
+from vc.kinds.losses import SpectralLosses, masked_spectral_loss, with_phonetic
 from vc.kinds.nonautoregressive import ParallelDecoderConfig
 from vc.model.framewise import FrameWiseOutput, FrameWiseVC, source_durations
 from vc.model.layers import make_pad_mask
@@ -103,10 +103,8 @@ class FrameWiseKind(ModelKind):
         spectral = masked_spectral_loss(out.before, target, batch.src_lens) + masked_spectral_loss(
             out.after, target, batch.src_lens
         )
-        if critic is None:
-            return SpectralLosses(spectral, spectral)
-        phonetic = phonetic_loss(critic, out.after, batch.phones)
-        return SpectralLosses(spectral + config.train.phonetic_weight * phonetic, spectral, phonetic)
+        losses = SpectralLosses(spectral, spectral)
+        return with_phonetic(losses, critic, out.after, batch, config)
 
     def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations) -> FrameWiseOutput:
         """The output warped onto the target's timing by the durations it trained on."""

@@ -116,6 +116,15 @@ def phonetic_loss(classifier: torch.nn.Module, mels: torch.Tensor, labels: torch
     return F.cross_entropy(logits.transpose(1, 2), labels[:, :frames], ignore_index=IGNORE)
 
 
+def with_phonetic(losses: NamedTuple, critic, mels: torch.Tensor, batch, config) -> NamedTuple:
+    """A converter's ``losses`` (with a ``phonetic`` field) plus train.phonetic_weight x the phonetic loss
+    of its output ``mels`` against batch.phones; unchanged without a ``critic`` (the loss off)."""
+    if critic is None:
+        return losses
+    phonetic = phonetic_loss(critic, mels, batch.phones)
+    return losses._replace(total=losses.total + config.train.phonetic_weight * phonetic, phonetic=phonetic)
+
+
 class SpectralLosses(NamedTuple):
     total: torch.Tensor
     spectral: torch.Tensor  # L1 + L2 before and after the postnet

@@ -16,7 +16,7 @@ import torch
 
 from vc.config import Config, ModelConfig
 from vc.kinds.base import DevViews, ModelKind
-from vc.kinds.losses import StudentLosses, duration_loss, masked_spectral_loss, phonetic_loss
+from vc.kinds.losses import StudentLosses, duration_loss, masked_spectral_loss, with_phonetic
 from vc.model.nonautoregressive import NonAutoregressiveVC
 
 log = logging.getLogger(__name__)
@@ -71,12 +71,7 @@ class NonAutoregressiveKind(ModelKind):
         frames) and the losses; with a critic, the phonetic loss on the output too."""
         out = model(batch.src, batch.src_lens, batch.durations)
         losses = self.loss_terms(out, batch, config)
-        if critic is None:
-            return losses
-        phonetic = phonetic_loss(critic, out.after, batch.phones)
-        return losses._replace(
-            total=losses.total + config.train.phonetic_weight * phonetic, phonetic=phonetic
-        )
+        return with_phonetic(losses, critic, out.after, batch, config)
 
     def loss_terms(self, out, batch, config: Config) -> StudentLosses:
         """The spectral and duration losses of an output at the extracted durations."""
