@@ -50,20 +50,26 @@ def frame_labels(phones: list[list], frames: int, frame_seconds: float) -> torch
     return labels
 
 
-def load_frame_labels(path: str | Path, side: str, frames: dict[str, int], frame_seconds: float):
-    """utt id -> (frames,) labels of one side ("source" or "target") of the phone alignments file
-    (`vc durations --phones`) for every utterance of ``frames`` (utt id -> its frame count)."""
+def load_frame_labels(path: str | Path, features, frame_seconds: float) -> dict[str, dict[str, torch.Tensor]]:
+    """ "source" and "target" -> utt id -> (frames,) labels, from the phone alignments file (`vc durations
+    --phones`), for every pair of ``features`` (utt id -> (source, target) frames)."""
     try:
         alignments = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise DataError(f"cannot read the phone alignments {path}: {exc}") from None
-    missing = sorted(set(frames) - set(alignments))
+    missing = sorted(set(features) - set(alignments))
     if missing:
         raise DataError(
             f"{path} has no phones of {missing[0]} ({len(missing)} utterances): align these lists with "
             "vc durations --phones"
         )
-    return {utt: frame_labels(alignments[utt][side], count, frame_seconds) for utt, count in frames.items()}
+    return {
+        side: {
+            utt: frame_labels(alignments[utt][side], len(pair[k]), frame_seconds)
+            for utt, pair in features.items()
+        }
+        for k, side in enumerate(("source", "target"))
+    }
 
 
 def train_phone_classifier(

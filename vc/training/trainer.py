@@ -141,10 +141,12 @@ class Trainer:
         if not self.is_main:
             train, dev = self._features_and_stats(progress=False)
         self.durations = self._durations(train, dev)
-        phones = self._phone_labels(train, dev)
+        # The phonetic loss's labels: the output frames' (the kind's side) and the target's (its critic's).
+        labels = self._phone_labels({**train, **dev})
+        phones = labels[self.kind.phonetic_labels] if labels else None
         self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, self.durations, phones)
         self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, self.durations, phones)
-        self.loss_extras = {"critic": self._phone_critic(train, dev)} if phones is not None else {}
+        self.loss_extras = {"critic": self._phone_critic(labels["target"])} if labels else {}
         augment = self.config.augment
         self.augment = (
             SourceAugment(augment, self.config.audio, self.src_stats) if augment.probability > 0 else None
@@ -163,26 +165,21 @@ class Trainer:
         check_durations(durations, {**train, **dev}, factor)
         return durations
 
-    def _phone_labels(self, train, dev, side: str | None = None) -> dict[str, torch.Tensor] | None:
-        """The output frames' phone labels of the phonetic loss (train.phonetic_weight > 0; the kind's
-        side of data.phones), or those of ``side``; None when the loss is off."""
+    def _phone_labels(self, features) -> dict[str, dict[str, torch.Tensor]] | None:
+        """Both sides' frame labels of data.phones (load_frame_labels) when train.phonetic_weight > 0."""
         if self.config.train.phonetic_weight <= 0:
             return None
-        side = side or self.kind.phonetic_labels
-        frames = {utt: len(pair[0 if side == "source" else 1]) for utt, pair in {**train, **dev}.items()}
         audio = self.config.audio
-        return load_frame_labels(self.config.data.phones, side, frames, audio.hop_length / audio.sample_rate)
+        return load_frame_labels(self.config.data.phones, features, audio.hop_length / audio.sample_rate)
 
-    def _phone_critic(self, train, dev):
-        """The frozen phone classifier of the phonetic loss, trained on the target's frames (rank 0; the
-        other ranks read the file it saved)."""
-        labels = self._phone_labels(train, dev, side="target")
+    def _phone_critic(self, target_labels: dict[str, torch.Tensor]):
+        """The frozen phone classifier of the phonetic loss, trained on the datasets' normalised target
+        frames (rank 0; the other ranks read the file it saved)."""
         pairs = {
             name: [
-                (torch.from_numpy(self.tgt_stats.normalize(feats[utt][1])), labels[utt])
-                for utt in sorted(feats)
+                (items[1], target_labels[utt]) for utt, items in zip(dataset.ids, dataset.items, strict=True)
             ]
-            for name, feats in (("train", train), ("dev", dev))
+            for name, dataset in (("train", self.train_set), ("dev", self.dev_set))
         }
         path = self.out_dir / "phone_classifier.pt"
         if self.is_main:
