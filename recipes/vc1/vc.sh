@@ -178,7 +178,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             sets=()  # the student's overrides (its frame stacking decides what a step is)
             for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
             how=(--dtw)
-            [ "$durations" = dtw ] || how=(--phones --alignments "$exp/phones.json" --overwrite)
+            [ "$durations" = dtw ] || how=(--phones --alignments "$exp/phones.json" --workers "$(nproc)" --overwrite)
             vc durations "${how[@]}" --config "$student_conf" --features-dir "$exp/features" --out "$durations_file" \
                 "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 \
                 | tee "$logs/stage3_durations.log"
@@ -195,7 +195,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             if [ ! -f "$exp/phones.json" ]; then
                 echo "=== stage 3: the transcripts' phones for the phonetic loss ($(date '+%H:%M:%S'))"
                 new_student
-                vc durations --phones --alignments "$exp/phones.json" --config "$student_conf" \
+                vc durations --phones --alignments "$exp/phones.json" --workers "$(nproc)" --config "$student_conf" \
                     --features-dir "$exp/features" --out "$exp/durations_phones.pt" --overwrite \
                     "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 | tee "$logs/stage3_phones.log"
             fi
