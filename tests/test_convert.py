@@ -15,6 +15,7 @@ import torch
 
 from tests.helpers import speech_like
 from vc import Converter
+from vc.audio import prepare_speech
 from vc.cli import main
 from vc.errors import AudioError, ConfigError
 
@@ -506,3 +507,37 @@ def test_convert_cli_takes_the_attention_sharpness(checkpoint, tmp_path):
         )
     plain, sharp = (sf.read(tmp_path / f"out{v}.wav")[0] for v in ("1", "4"))
     assert plain.shape != sharp.shape or not np.allclose(plain, sharp)
+
+
+def test_the_silence_around_the_speech_is_kept(tmp_path, checkpoint, capsys):
+    """The model converts the speech alone; the silence trimmed before and after it comes back as
+    silence of the same length, in the API, in a file and in a batch of files (a recognizer loses
+    the first words of speech that starts at sample 0)."""
+    converter = Converter.from_checkpoint(checkpoint, device="cpu")
+    audio = converter.config.audio
+    padded = np.concatenate([np.zeros(6400), speech_like(1.0), np.zeros(4000)]).astype(np.float32)
+    speech = prepare_speech(padded, 16000, audio)
+    assert 6400 - audio.win_length <= speech.lead <= 6400 and 4000 - audio.win_length <= speech.tail <= 4000
+    bare = converter.convert_batch([speech.wave])[0].wave
+    wave, _ = converter.convert(padded, 16000)
+    assert len(wave) == speech.lead + len(bare) + speech.tail
+    assert not wave[: speech.lead].any() and not wave[len(wave) - speech.tail :].any()
+    assert np.array_equal(wave[speech.lead : len(wave) - speech.tail], bare)
+    sf.write(tmp_path / "padded.wav", padded, 16000, subtype="FLOAT")
+    assert np.array_equal(converter.convert_file(tmp_path / "padded.wav").wave, wave)
+    sf.write(tmp_path / "bare.wav", speech.wave, 16000, subtype="FLOAT")
+    code, _ = run(
+        capsys,
+        "--checkpoint",
+        checkpoint,
+        "--out-dir",
+        tmp_path / "out",
+        tmp_path / "padded.wav",
+        tmp_path / "bare.wav",
+    )
+    assert code == 0
+    written = sf.read(tmp_path / "out" / "padded.wav", dtype="float32")[0]  # 16-bit, batched with bare.wav
+    assert (
+        len(written) == len(wave) and not written[: speech.lead].any() and not written[-speech.tail :].any()
+    )
+    assert len(sf.read(tmp_path / "out" / "bare.wav")[0]) == len(bare)

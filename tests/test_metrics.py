@@ -375,3 +375,23 @@ def test_score_cli_replaces_its_out_and_json_files_only_when_asked(tmp_path, cap
     assert table.read_text() == "the user's table" and scores.read_text() == "{}"
     assert main([*argv, "--overwrite"]) == 1
     assert "absent" in capsys.readouterr().err
+
+
+def test_the_ceiling_keeps_the_silence_around_the_reference_speech(tmp_path):
+    """The Griffin-Lim ceiling is the target through `vc convert`'s path, the trimmed silence put back:
+    as long as the recording (to a frame), silent where the recording is."""
+    from vc.audio.features import prepare_speech, read_samples
+    from vc.config import Config
+    from vc.evaluation.scoring import resynthesize_folder
+
+    config = Config()
+    slt = arctic_file("slt", "arctic_a0001")
+    recording, _ = read_samples(slt, config.audio)
+    with resynthesize_folder(
+        slt.parent, ["arctic_a0001"], config, progress=False, out_dir=tmp_path
+    ) as folder:
+        ceiling, _ = sf.read(folder / "arctic_a0001.wav", dtype="float32")
+    assert abs(len(ceiling) - len(recording)) <= config.audio.hop_length
+    speech = prepare_speech(recording, config.audio.sample_rate, config.audio)
+    assert speech.lead > 1600 and speech.tail > 1600  # ARCTIC: a pause before and after the sentence
+    assert not ceiling[: speech.lead].any() and not ceiling[len(ceiling) - speech.tail :].any()

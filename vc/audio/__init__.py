@@ -5,12 +5,15 @@ from vc.audio.features import (
     AUDIO_FORMATS,
     FeatureStats,
     LogMel,
+    Speech,
     audio_files,
     encode_audio,
     logmel_numpy,
     mel_basis,
+    prepare_speech,
     prepare_wave,
     read_audio,
+    read_speech,
     write_audio,
 )
 
@@ -22,7 +25,10 @@ __all__ = [
     "encode_audio",
     "logmel_numpy",
     "mel_basis",
+    "Speech",
+    "prepare_speech",
     "prepare_wave",
     "read_audio",
+    "read_speech",
     "write_audio",
 ]

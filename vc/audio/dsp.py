@@ -67,6 +67,15 @@ def frame_levels_db(wave: np.ndarray, *, frame_length: int, hop_length: int) -> 
     return 10.0 * np.log10(np.maximum(power, floor)) - 10.0 * np.log10(np.maximum(power.max(), floor))
 
 
+def speech_bounds(wave: np.ndarray, *, top_db: float, frame_length: int, hop_length: int) -> tuple[int, int]:
+    """[start, end) in samples of what trim_silence keeps: from the first to the last frame louder
+    than the loudest frame's RMS minus ``top_db``; (0, 0) for an all-zero wave."""
+    loud = np.flatnonzero(frame_levels_db(wave, frame_length=frame_length, hop_length=hop_length) > -top_db)
+    if loud.size == 0:
+        return 0, 0
+    return int(loud[0]) * hop_length, min(wave.size, (int(loud[-1]) + 1) * hop_length)
+
+
 def trim_silence(wave: np.ndarray, *, top_db: float, frame_length: int, hop_length: int) -> np.ndarray:
     """Cut leading and trailing frames quieter than the loudest frame's RMS minus ``top_db``.
 
@@ -75,7 +84,10 @@ def trim_silence(wave: np.ndarray, *, top_db: float, frame_length: int, hop_leng
     1e-5 amplitude floor, compared in float32 as librosa does. The loudest frame is
     always kept, so only an all-zero wave (returned whole) has no frame to cut to.
     """
-    loud = np.flatnonzero(frame_levels_db(wave, frame_length=frame_length, hop_length=hop_length) > -top_db)
-    if loud.size == 0:
-        return wave[:0]
-    return wave[int(loud[0]) * hop_length : min(wave.size, (int(loud[-1]) + 1) * hop_length)]
+    start, end = speech_bounds(wave, top_db=top_db, frame_length=frame_length, hop_length=hop_length)
+    return wave[start:end]
+
+
+def with_silence(wave: np.ndarray, lead: int, tail: int) -> np.ndarray:
+    """``wave`` with ``lead`` zero samples before it and ``tail`` after it."""
+    return np.concatenate([np.zeros(lead, wave.dtype), wave, np.zeros(tail, wave.dtype)])

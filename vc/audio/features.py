@@ -15,7 +15,7 @@ import numpy as np
 import soundfile as sf
 import torch
 
-from vc.audio.dsp import mel_filterbank, trim_silence
+from vc.audio.dsp import mel_filterbank, speech_bounds
 from vc.config import AudioConfig
 from vc.errors import AudioError
 from vc.fileio import atomic_open
@@ -29,8 +29,23 @@ def read_audio(path: str | Path, config: AudioConfig) -> np.ndarray:
     Returns float32 samples at ``config.sample_rate``. Every way a file can be
     unusable raises AudioError with a one-line message naming the file.
     """
+    return read_speech(path, config).wave
+
+
+@dataclass(frozen=True)
+class Speech:
+    """A recording at the model's rate cut to its speech (audio.trim_top_db), and how many samples of
+    silence were cut before (``lead``) and after it (``tail``): a conversion puts them back."""
+
+    wave: np.ndarray
+    lead: int = 0
+    tail: int = 0
+
+
+def read_speech(path: str | Path, config: AudioConfig) -> Speech:
+    """read_audio's speech with the silence it cut; errors as read_audio's."""
     wave, sample_rate = read_samples(path, config)
-    return prepare_wave(wave, sample_rate, config, name=str(path))
+    return prepare_speech(wave, sample_rate, config, name=str(path))
 
 
 def read_samples(
@@ -75,6 +90,33 @@ def prepare_wave(
     ``whole``: a long recording for vc.inference.long_form, resampled but neither trimmed nor held
     to audio.max_duration.
     """
+    if not whole:
+        return prepare_speech(wave, sample_rate, config, name).wave
+    wave = _resampled(wave, sample_rate, config, name, whole=True)
+    if wave.size < config.win_length:
+        raise AudioError(
+            f"{name} is too short: {wave.size} samples of sound, at least {config.win_length} needed"
+        )
+    return wave
+
+
+def prepare_speech(wave: np.ndarray, sample_rate: int, config: AudioConfig, name: str = "input") -> Speech:
+    """prepare_wave's trimmed samples with the silence cut before and after them."""
+    wave = _resampled(wave, sample_rate, config, name, whole=False)
+    start, end = 0, wave.size
+    if config.trim_top_db > 0:
+        start, end = speech_bounds(
+            wave, top_db=config.trim_top_db, frame_length=config.win_length, hop_length=config.hop_length
+        )
+    if end - start < config.win_length:
+        raise AudioError(
+            f"{name} is too short: {end - start} samples of sound, at least {config.win_length} needed"
+        )
+    return Speech(wave[start:end], start, wave.size - end)
+
+
+def _resampled(wave: np.ndarray, sample_rate: int, config: AudioConfig, name: str, whole: bool) -> np.ndarray:
+    """Checked float32 mono samples at the model's rate (a non-whole one held to audio.max_duration)."""
     wave = np.asarray(wave, dtype=np.float32)
     if wave.ndim == 2:
         wave = wave.mean(axis=1)
@@ -92,14 +134,6 @@ def prepare_wave(
         import librosa  # only here: importing it costs a conversion's cold start about a second
 
         wave = librosa.resample(wave, orig_sr=sample_rate, target_sr=config.sample_rate)
-    if config.trim_top_db > 0 and not whole:
-        wave = trim_silence(
-            wave, top_db=config.trim_top_db, frame_length=config.win_length, hop_length=config.hop_length
-        )
-    if wave.size < config.win_length:
-        raise AudioError(
-            f"{name} is too short: {wave.size} samples of sound, at least {config.win_length} needed"
-        )
     return wave.astype(np.float32)
 
 

@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio, write_audio
+from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio, read_speech, write_audio
+from vc.audio.dsp import with_silence
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import AudioConfig, Config
 from vc.errors import DataError, VcError
@@ -402,9 +403,10 @@ def resynthesize_folder(
         for utt in show_progress(
             sorted(utt_ids), desc="Griffin-Lim ceiling", unit="utt", disable=not progress
         ):
-            wave = torch.from_numpy(read_audio(references[utt], config.audio))[None]
+            speech = read_speech(references[utt], config.audio)
             with torch.no_grad():
-                mel, mel_lens = features(wave)
+                mel, mel_lens = features(torch.from_numpy(speech.wave)[None])
                 out, out_lens = vocoder(mel, mel_lens, generator=generator)
-            write_audio(folder / f"{utt}.wav", out[0, : int(out_lens[0])].numpy(), config.audio.sample_rate)
+            wave = with_silence(out[0, : int(out_lens[0])].numpy(), speech.lead, speech.tail)
+            write_audio(folder / f"{utt}.wav", wave, config.audio.sample_rate)
         yield folder

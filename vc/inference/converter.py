@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,8 @@ from torch.profiler import record_function
 from vc.artifacts.checkpoint import load_checkpoint, private_rng
 from vc.artifacts.mel2linear import load_companion_mel2linear
 from vc.artifacts.postfilter import load_postfilter
-from vc.audio import FeatureStats, LogMel, prepare_wave, read_audio
+from vc.audio import FeatureStats, LogMel, Speech, prepare_speech, prepare_wave, read_speech
+from vc.audio.dsp import with_silence
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
 from vc.config import Config
@@ -171,13 +172,14 @@ class Converter:
     def convert(self, wave: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
         """Mono or (samples, channels) float samples at any rate -> (converted wave, sample rate).
 
-        A recording longer than audio.max_duration is split at its pauses (vc.inference.long_form).
+        The silence around the speech is kept (convert_speech). A recording longer than
+        audio.max_duration is split at its pauses (vc.inference.long_form).
         """
         audio = self.config.audio
         if len(wave) / sample_rate > audio.max_duration:
             result = self.convert_long(prepare_wave(wave, sample_rate, audio, whole=True))
         else:
-            result = self.convert_batch([prepare_wave(wave, sample_rate, audio)])[0]
+            result = self.convert_speech([prepare_speech(wave, sample_rate, audio)])[0]
         return result.wave, result.sample_rate
 
     def convert_long(self, wave: np.ndarray, batch_size: int = 8) -> Conversion:
@@ -187,7 +189,19 @@ class Converter:
         return Conversion(joined, self.config.audio.sample_rate, alignment, mel)
 
     def convert_file(self, path: str | Path) -> Conversion:
-        return self.convert_batch([read_audio(path, self.config.audio)])[0]
+        return self.convert_speech([read_speech(path, self.config.audio)])[0]
+
+    def convert_speech(self, recordings: list[Speech]) -> list[Conversion]:
+        """Recordings cut to their speech -> conversions in one batch, each wave with the silence cut
+        before and after its speech put back (zeros of the same length), so the output keeps the
+        input's pauses at its ends, as a long recording's (convert_long) keeps all of them; a
+        recognizer loses the first words of speech that starts at sample 0. The mel and the
+        alignment are the speech's."""
+        conversions = self.convert_batch([recording.wave for recording in recordings])
+        return [
+            replace(conversion, wave=with_silence(conversion.wave, recording.lead, recording.tail))
+            for conversion, recording in zip(conversions, recordings, strict=True)
+        ]
 
     def normalize_source(self, mels: torch.Tensor, mel_lens: torch.Tensor) -> torch.Tensor:
         """(B, T, n_mels) log-mels, padded -> the encoder's input, per inference.source_warp and

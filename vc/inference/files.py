@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vc.audio import AUDIO_FORMATS, audio_files, prepare_wave, read_audio, write_audio
+from vc.audio import AUDIO_FORMATS, audio_files, prepare_wave, read_speech, write_audio
 from vc.audio.features import duration_seconds, read_samples
 from vc.errors import AudioError, ConfigError, VcError
 from vc.fileio import atomic_open, refuse_overwrite
@@ -196,7 +196,8 @@ def convert_files(
     strict: the first unusable input raises before anything is written.
     Otherwise every readable file is converted and the failures are returned.
     A file longer than audio.max_duration is cut at its pauses and converted piece by piece
-    (Converter.convert_long); the others go in length-sorted batches.
+    (Converter.convert_long); the others go in length-sorted batches (Converter.convert_speech:
+    the silence around each one's speech is kept).
     """
     check_outputs(inputs, outputs + (alignments or []))
     for path in outputs + (alignments or []):
@@ -210,7 +211,7 @@ def convert_files(
                 samples, rate = read_samples(path, audio, check_duration=False)
                 long_waves[k] = prepare_wave(samples, rate, audio, name=str(path), whole=True)
             else:
-                waves[k] = read_audio(path, audio)
+                waves[k] = read_speech(path, audio)
         except VcError as exc:
             if strict:
                 raise
@@ -232,11 +233,11 @@ def convert_files(
             if strict:
                 raise
             failures.append(Failure(inputs[k], str(exc)))
-    order = sorted(waves, key=lambda k: len(waves[k]))
+    order = sorted(waves, key=lambda k: len(waves[k].wave))
     with show_progress(total=len(order), desc="converting", unit="file", disable=not progress) as bar:
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            for k, result in zip(chunk, converter.convert_batch([waves[k] for k in chunk]), strict=True):
+            for k, result in zip(chunk, converter.convert_speech([waves[k] for k in chunk]), strict=True):
                 try:
                     _write_result(result, outputs[k], alignments[k] if alignments else None, inputs[k].stem)
                 except VcError as exc:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vc.audio.dsp import frame_levels_db
+from vc.audio.dsp import frame_levels_db, with_silence
 from vc.config import AudioConfig
 
 MIN_PAUSE_SECONDS = 0.3
@@ -97,11 +97,7 @@ def convert_long(
             parts.append(np.zeros(end - start, np.float32))
             continue
         first, last = by_piece[index]
-        parts += [
-            np.zeros(first - start, np.float32),
-            converted[index].wave,
-            np.zeros(end - last, np.float32),
-        ]
+        parts.append(with_silence(converted[index].wave, first - start, end - last))
         mels.append(converted[index].mel)
     alignment = converted[min(converted)].alignment if converted else np.zeros((0, 0), np.float32)
     joined = np.concatenate(parts) if parts else np.zeros(0, np.float32)
