@@ -27,15 +27,15 @@ log = logging.getLogger(__name__)
 
 
 def warp_index(from_durations: torch.Tensor, to_durations: torch.Tensor, frames: int):
-    """Frames laid out in runs of ``from_durations`` (B, N) per step -> for each, its step and the frame at
-    the same relative place inside that step's run of ``to_durations``: the k-th of n reads frame
+    """Frames laid out in runs of ``from_durations`` (B, N) per step -> for each, the frame at the same
+    relative place inside its step's run of ``to_durations``: the k-th of n reads frame
     start + floor((k + 0.5) / n * d) of the run of d; a run with no frame reads the frame after it.
-    Returns two (B, frames) long tensors (indices past the other side's length are the caller's to clamp)."""
+    Returns a (B, frames) long tensor (indices past the other side's length are the caller's to clamp)."""
     step, place, length = runs(from_durations, frames)
     to_length = to_durations.gather(1, step)
     to_start = to_durations.cumsum(dim=1).gather(1, step) - to_length
     offset = ((place.float() + 0.5) / length.clamp(min=1).float() * to_length.float()).floor().long()
-    return step, to_start + offset
+    return to_start + offset
 
 
 def target_on_source(
@@ -50,7 +50,7 @@ def target_on_source(
     frames = int(src_lens.max())
     durations = durations.long().to(device)
     per_step = source_durations(src_lens.to(device), durations.shape[1], factor)
-    _, index = warp_index(per_step, durations, frames)
+    index = warp_index(per_step, durations, frames)
     index = torch.minimum(index, (tgt_lens.to(device) - 1).clamp(min=0)[:, None])
     out = tgt.gather(1, index[:, :, None].expand(-1, -1, tgt.shape[2]))
     keep = (~make_pad_mask(src_lens.to(device), frames)).unsqueeze(-1).to(tgt.dtype)
@@ -68,7 +68,7 @@ def source_on_target(
     frames = int(tgt_lens.max())
     durations = durations.long().to(device)
     per_step = source_durations(src_lens.to(device), durations.shape[1], factor)
-    _, index = warp_index(durations, per_step, frames)
+    index = warp_index(durations, per_step, frames)
     index = torch.minimum(index, (src_lens.to(device) - 1).clamp(min=0)[:, None])
     keep = (~make_pad_mask(tgt_lens.to(device), frames)).unsqueeze(-1)
 
