@@ -93,10 +93,7 @@ def prepare_wave(
     if not whole:
         return prepare_speech(wave, sample_rate, config, name).wave
     wave = _resampled(wave, sample_rate, config, name, whole=True)
-    if wave.size < config.win_length:
-        raise AudioError(
-            f"{name} is too short: {wave.size} samples of sound, at least {config.win_length} needed"
-        )
+    _require_sound(wave.size, config, name)
     return wave
 
 
@@ -108,11 +105,16 @@ def prepare_speech(wave: np.ndarray, sample_rate: int, config: AudioConfig, name
         start, end = speech_bounds(
             wave, top_db=config.trim_top_db, frame_length=config.win_length, hop_length=config.hop_length
         )
-    if end - start < config.win_length:
-        raise AudioError(
-            f"{name} is too short: {end - start} samples of sound, at least {config.win_length} needed"
-        )
+    _require_sound(end - start, config, name)
     return Speech(wave[start:end], start, wave.size - end)
+
+
+def _require_sound(samples: int, config: AudioConfig, name: str) -> None:
+    """At least one analysis window of sound, or one AudioError line."""
+    if samples < config.win_length:
+        raise AudioError(
+            f"{name} is too short: {samples} samples of sound, at least {config.win_length} needed"
+        )
 
 
 def _resampled(wave: np.ndarray, sample_rate: int, config: AudioConfig, name: str, whole: bool) -> np.ndarray:
