@@ -57,9 +57,13 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert (exp / "checkpoints" / "averaged.pt").is_file()
     # the student (the default model) learns DTW's durations; stages 4-8 use its averaged snapshots
     assert "durations: " in (exp / "logs" / "stage3_durations.log").read_text()
-    assert f"durations: {exp / 'durations_dtw.pt'}" in (exp / "student" / "config.yaml").read_text()
-    # as a teacher the attention model trains --teacher_minutes (default 14), not its config's limit
-    assert "max_minutes: 14" in (exp / "config.yaml").read_text()
+    student = (exp / "student" / "config.yaml").read_text()
+    assert f"durations: {exp / 'durations_dtw.pt'}" in student
+    # the phonetic loss is on by default: the transcripts' phones label the student's frames
+    assert "phonetic_weight: 1.0" in student and f"phones: {exp / 'phones.json'}" in student
+    assert (exp / "phones.json").is_file() and (exp / "student" / "phone_classifier.pt").is_file()
+    # as a teacher the attention model trains --teacher_minutes (default 8), not its config's limit
+    assert "max_minutes: 8" in (exp / "config.yaml").read_text()
     averaged = exp / "student" / "checkpoints" / "averaged.pt"
     assert (
         averaged.is_file()
@@ -131,12 +135,15 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert phonetic.returncode == 0, phonetic.stdout[-3000:] + phonetic.stderr[-3000:]
-    assert "durations from the pairs (phones)" in phonetic.stdout and (exp / "phones.json").is_file()
+    # the phones aligned for the default run's phonetic loss already gave their durations
+    assert f"durations: already done ({exp / 'durations_phones.pt'})" in phonetic.stdout
+    assert "settings changed: it trains again from step 0" in phonetic.stdout
     student = (exp / "student" / "config.yaml").read_text()
     assert (
         f"durations: {exp / 'durations_phones.pt'}" in student and f"phones: {exp / 'phones.json'}" in student
     )
     assert "phonetic_weight: 0.5" in student and (exp / "student" / "phone_classifier.pt").is_file()
+    assert "from step 0" in (exp / "logs" / "stage3_student.log").read_text()
     assert (exp / "checkpoints" / "averaged.pt").stat().st_mtime_ns == teacher_mtime
 
 

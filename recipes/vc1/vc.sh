@@ -32,12 +32,12 @@
 #          --durations dtw|attention|phones (where the student's durations come from: DTW of each pair,
 #          default, vc durations --dtw; the attention model's alignments, vc durations --checkpoint; or the
 #          transcripts' phones in both recordings, vc durations --phones, pocketsphinx's aligner)
-#          --phonetic_weight W (the student's phonetic loss, train.phonetic_weight; default 0: off; above 0
+#          --phonetic_weight W (the student's phonetic loss, train.phonetic_weight; default 1; 0: off; above 0
 #          stage 3 also aligns the transcripts' phones, EXP/phones.json, for its labels)
-#          --teacher_minutes N (the attention model's time limit when a student is the model; default 14;
+#          --teacher_minutes N (the attention model's time limit when a student is the model; default 8;
 #          0: its config's train.max_minutes; a trailing train.max_minutes=N wins over both)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
-#          --vocoder_minutes N (stage 4's time limit; default 8) --unseen_utts N (stage 8; default 100: all
+#          --vocoder_minutes N (stage 4's time limit; default 6) --unseen_utts N (stage 8; default 100: all
 #          of ARCTIC's eval prompts, as fewer leave about +-8 WER points of noise)
 #          --unseen_voices NAME,NAME|all (stage 8's voices; default TGT-as-source,festival-kal,flite-rms, the
 #          bundled model's held-out voices; all: every voice stage 8 makes, e.g. other ARCTIC speakers)
@@ -59,12 +59,12 @@ tgt=slt
 conf=conf/default.yaml
 student_conf=conf/student.yaml
 durations=dtw
-phonetic_weight=0
-teacher_minutes=14
+phonetic_weight=1
+teacher_minutes=8
 tag=""
 work=.
 data_prep_args=""
-vocoder_minutes=8
+vocoder_minutes=6
 postfilter_minutes=6
 unseen_utts=100
 unseen_voices=""  # after the options: it names --tgt
@@ -169,19 +169,26 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     if [ -n "$student_exp" ]; then
         # The student learns the timing it is given: new durations, a new student (from step 0: the old
         # student's snapshots learned other timing, so they are not resumed).
-        new_student() { rm -rf "$student_exp/.train_done" "$student_exp/checkpoints"; }
+        new_student() { rm -rf "$student_exp/.train_done" "$student_exp/.train_settings" "$student_exp/checkpoints"; }
+        sets=()  # the student's overrides (its frame stacking decides what a step is)
+        for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
+        align_phones() {  # the transcripts' phones in both recordings -> EXP/phones.json and their durations
+            new_student
+            vc durations --phones --alignments "$exp/phones.json" --workers "$(nproc)" --overwrite \
+                --config "$student_conf" --features-dir "$exp/features" --out "$exp/durations_phones.pt" \
+                "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 | tee "$logs/$1.log"
+        }
         durations_file=$exp/durations.pt
         [ "$durations" = attention ] || durations_file=$exp/durations_$durations.pt
-        if [ "$durations" != attention ] && [ ! -f "$durations_file" ]; then
-            echo "=== stage 3: durations from the pairs ($durations) ($(date '+%H:%M:%S'))"
+        if [ "$durations" = dtw ] && [ ! -f "$durations_file" ]; then
+            echo "=== stage 3: durations from the pairs (dtw) ($(date '+%H:%M:%S'))"
             new_student
-            sets=()  # the student's overrides (its frame stacking decides what a step is)
-            for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
-            how=(--dtw)
-            [ "$durations" = dtw ] || how=(--phones --alignments "$exp/phones.json" --workers "$(nproc)" --overwrite)
-            vc durations "${how[@]}" --config "$student_conf" --features-dir "$exp/features" --out "$durations_file" \
+            vc durations --dtw --config "$student_conf" --features-dir "$exp/features" --out "$durations_file" \
                 "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 \
                 | tee "$logs/stage3_durations.log"
+        elif [ "$durations" = phones ] && [ ! -f "$durations_file" ]; then
+            echo "=== stage 3: durations from the pairs (phones) ($(date '+%H:%M:%S'))"
+            align_phones stage3_durations
         elif [ "$durations" = attention ] && { [ ! -f "$durations_file" ] || [ "$durations_file" -ot "$teacher" ]; }; then
             echo "=== stage 3: durations from the attention model ($(date '+%H:%M:%S'))"
             new_student
@@ -194,16 +201,21 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         if [ "$(awk -v w="$phonetic_weight" 'BEGIN { print (w > 0) }')" = 1 ]; then
             if [ ! -f "$exp/phones.json" ]; then
                 echo "=== stage 3: the transcripts' phones for the phonetic loss ($(date '+%H:%M:%S'))"
-                new_student
-                vc durations --phones --alignments "$exp/phones.json" --workers "$(nproc)" --config "$student_conf" \
-                    --features-dir "$exp/features" --out "$exp/durations_phones.pt" --overwrite \
-                    "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 | tee "$logs/stage3_phones.log"
+                align_phones stage3_phones
             fi
             phonetic=("data.phones=$exp/phones.json" "train.phonetic_weight=$phonetic_weight")
         fi
+        student_args=("${lists[@]}" "data.cache_dir=$exp/features" "data.durations=$durations_file"
+            "${phonetic[@]+"${phonetic[@]}"}" "${student_overrides[@]+"${student_overrides[@]}"}")
+        # A student trained with other settings (durations, the phonetic loss, any student.key=value) is stale.
+        settings=$(printf '%s\n' "$student_conf" "${student_args[@]}")
+        if [ -d "$student_exp/checkpoints" ] && [ "$(cat "$student_exp/.train_settings" 2>/dev/null)" != "$settings" ]; then
+            echo "=== stage 3: the non-autoregressive converter's settings changed: it trains again from step 0"
+            new_student
+        fi
+        mkdir -p "$student_exp" && printf '%s\n' "$settings" > "$student_exp/.train_settings"
         train_and_average "the non-autoregressive converter" "$student_exp" "$student_conf" stage3_student \
-            "${lists[@]}" "data.cache_dir=$exp/features" "data.durations=$durations_file" \
-            "${phonetic[@]+"${phonetic[@]}"}" "${student_overrides[@]+"${student_overrides[@]}"}"
+            "${student_args[@]}"
     fi
 fi
 # The network is trained after the model so it can learn to undo the model's own blur; delete the file to
