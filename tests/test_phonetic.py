@@ -10,15 +10,12 @@ import torch
 
 from tests.helpers import tensorboard_scalars, tiny_config, tiny_training_config
 from vc.artifacts.companion import read_network_payload
-from vc.config import PostfilterConfig
 from vc.errors import ConfigError, DataError
 from vc.kinds.losses import IGNORE, phonetic_loss
 from vc.model.phone_classifier import PhoneClassifier
-from vc.training import postfilter
 from vc.training.data import load_features
 from vc.training.durations import extract_dtw_durations
 from vc.training.phonetic import MARKER, PHONES, frame_labels, train_phone_classifier
-from vc.training.postfilter import train_postfilter, training_examples
 from vc.training.trainer import Trainer, train
 
 
@@ -133,38 +130,3 @@ def test_the_phonetic_loss_needs_labels_and_a_converter(phonetic_config, tmp_pat
     )
     with pytest.raises(DataError, match="has no phones of utt1"):
         Trainer(partial, tmp_path / "c", progress=False)
-
-
-def test_the_post_filter_keeps_the_model_s_phonetic_loss(phonetic_config, tmp_path, monkeypatch):
-    monkeypatch.setattr(postfilter, "LOG_EVERY", 1)
-    out = tmp_path / "exp"
-    train(phonetic_config, out, progress=False)
-    checkpoint = out / "checkpoints" / "best.pt"
-    lists = [phonetic_config.data.train_list]
-    examples = training_examples(checkpoint, lists, phonetic_config.audio, False, phonetic_config.data.phones)
-    aa, s = PHONES.index("AA"), PHONES.index("S")
-    for _, _, natural, labels in examples:  # the target's phones on the target's own frames
-        assert len(labels) == len(natural) and labels[0] == aa and labels[-1] == s
-    options = PostfilterConfig(max_minutes=0, max_steps=3, warmup_steps=1, batch_size=2, crop_frames=16,
-                               channels=8, valid_files=1, phonetic_weight=1.0)  # fmt: skip
-    train_postfilter(lists, checkpoint, out / "checkpoints" / "postfilter.pt", options, progress=False)
-    assert tensorboard_scalars(out / "tensorboard" / "postfilter")["postfilter/phonetic"] == [1, 2, 3]
-
-
-def test_a_phonetic_post_filter_needs_a_model_trained_with_the_loss(phonetic_config, tmp_path):
-    config = dataclasses.replace(
-        phonetic_config, train=dataclasses.replace(phonetic_config.train, phonetic_weight=0.0)
-    )
-    out = tmp_path / "exp"
-    train(config, out, progress=False)
-    options = PostfilterConfig(max_steps=2, phonetic_weight=1.0)
-    with pytest.raises(
-        ConfigError, match="postfilter.phonetic_weight needs a model trained with the phonetic"
-    ):
-        train_postfilter(
-            [config.data.train_list],
-            out / "checkpoints" / "best.pt",
-            tmp_path / "p.pt",
-            options,
-            progress=False,
-        )

@@ -261,10 +261,6 @@ class PostfilterConfig:
     feature_matching_weight: float = 2.0
     channels: int = 256
     adversarial: bool = True  # False: L1 alone at every step, no discriminator
-    # The model's phonetic loss kept through the post-filter: this weight x the cross-entropy of the model's
-    # frozen phone classifier (EXP/phone_classifier.pt of a run with train.phonetic_weight > 0) on the
-    # post-filtered frames against the target's phones (the model's data.phones); 0 = off.
-    phonetic_weight: float = 0.0
     valid_files: int = 10
     seed: int = 0
 

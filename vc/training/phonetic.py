@@ -50,25 +50,19 @@ def frame_labels(phones: list[list], frames: int, frame_seconds: float) -> torch
     return labels
 
 
-def read_alignments(path: str | Path, utterances) -> dict:
-    """The phone alignments file (`vc durations --phones`), checked to hold every one of ``utterances``."""
+def load_frame_labels(path: str | Path, features, frame_seconds: float) -> dict[str, dict[str, torch.Tensor]]:
+    """ "source" and "target" -> utt id -> (frames,) labels, from the phone alignments file (`vc durations
+    --phones`), for every pair of ``features`` (utt id -> (source, target) frames)."""
     try:
         alignments = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise DataError(f"cannot read the phone alignments {path}: {exc}") from None
-    missing = sorted(set(utterances) - set(alignments))
+    missing = sorted(set(features) - set(alignments))
     if missing:
         raise DataError(
             f"{path} has no phones of {missing[0]} ({len(missing)} utterances): align these lists with "
             "vc durations --phones"
         )
-    return alignments
-
-
-def load_frame_labels(path: str | Path, features, frame_seconds: float) -> dict[str, dict[str, torch.Tensor]]:
-    """ "source" and "target" -> utt id -> (frames,) labels, from the phone alignments file (`vc durations
-    --phones`), for every pair of ``features`` (utt id -> (source, target) frames)."""
-    alignments = read_alignments(path, features)
     return {
         side: {
             utt: frame_labels(alignments[utt][side], len(pair[k]), frame_seconds)

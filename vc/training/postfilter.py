@@ -10,10 +10,7 @@ least-squares GAN loss and feature matching from a discriminator that tells
 natural from post-filtered patches; the first ``warmup_steps`` are L1 alone,
 and with ``adversarial=False`` (`--no-adversarial`) all of them are: the
 adversarial terms buy 2-6 WER points for about 0.3 dB MCD (two models,
-docs/ablation.md, "The post-filter reads the source"). With
-postfilter.phonetic_weight > 0 the generator also keeps the model's phonetic
-loss (vc.training.phonetic): the model's own frozen phone classifier must
-read each post-filtered frame as the target's phone there.
+docs/ablation.md, "The post-filter reads the source").
 
     vc postfilter-train data/bdl_slt/train.tsv --checkpoint EXP/checkpoints/best.pt \
         --out EXP/checkpoints/postfilter.pt
@@ -41,15 +38,12 @@ from vc.audio import FeatureStats, LogMel, read_audio
 from vc.config import AudioConfig, Config, PostfilterConfig
 from vc.errors import ConfigError, DataError
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
-from vc.kinds.losses import phonetic_loss
-from vc.model.phone_classifier import PhoneClassifier
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress
 from vc.training.budget import Budget, seconds_left
 from vc.training.monitor import LOG_EVERY, companion_writer
 from vc.training.nonfinite import NonFiniteGuard, all_finite, companion_advice, gradients_finite
-from vc.training.phonetic import frame_labels, phone_critic, read_alignments
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +54,10 @@ def temporal_detail(logmel: torch.Tensor) -> float:
 
 
 def training_examples(
-    checkpoint: str | Path,
-    pair_lists: list[str | Path],
-    audio: AudioConfig,
-    progress: bool = True,
-    phones: str | Path | None = None,
-) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]]:
+    checkpoint: str | Path, pair_lists: list[str | Path], audio: AudioConfig, progress: bool = True
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Per pair: (the model's teacher-forced log-mel, its input at that output's timing, the
-    target's natural log-mel), each (T, n_mels), and with ``phones`` (the alignments file) the
-    target's (T,) phone labels, else None."""
+    target's natural log-mel), each (T, n_mels)."""
     pairs = [pair for path in pair_lists for pair in read_pair_list(path)]
     if len(pairs) < 2:
         raise DataError(f"need at least 2 pairs to train and validate, found {len(pairs)}")
@@ -78,30 +67,7 @@ def training_examples(
         natural.append(extractor(torch.from_numpy(read_audio(pair.target, audio))[None])[0][0])
     files = [pair.target for pair in pairs]
     predicted = teacher_forced(for_teacher_forcing(checkpoint), pair_lists, files, natural, audio, progress)
-    labels: list[torch.Tensor | None] = [None] * len(pairs)
-    if phones:
-        alignments = read_alignments(phones, [pair.utt_id for pair in pairs])
-        frame = audio.hop_length / audio.sample_rate
-        labels = [
-            frame_labels(alignments[pair.utt_id]["target"], len(target), frame)
-            for pair, target in zip(pairs, natural, strict=True)
-        ]
-    return [
-        (mel, source, target, label)
-        for (mel, source), target, label in zip(predicted, natural, labels, strict=True)
-    ]
-
-
-def model_phone_critic(checkpoint: str | Path, config: Config) -> tuple[PhoneClassifier, str]:
-    """The frozen phone classifier of the run ``checkpoint`` comes from (EXP/phone_classifier.pt for
-    EXP/checkpoints/*.pt) and the model's phone alignments (data.phones), for postfilter.phonetic_weight."""
-    path = Path(checkpoint).resolve().parent.parent / "phone_classifier.pt"
-    if config.train.phonetic_weight <= 0 or not config.data.phones or not path.is_file():
-        raise ConfigError(
-            f"postfilter.phonetic_weight needs a model trained with the phonetic loss (train.phonetic_weight "
-            f"> 0, data.phones) and its phone classifier {path}"
-        )
-    return phone_critic(config, [], [], path, torch.device("cpu")), config.data.phones
+    return [(mel, source, target) for (mel, source), target in zip(predicted, natural, strict=True)]
 
 
 def train_postfilter(
@@ -118,13 +84,11 @@ def train_postfilter(
         )
     started = time.monotonic()
     payload = load_checkpoint(checkpoint)
-    config = Config.from_dict(payload["config"], stored=True)
-    audio = config.audio
+    audio = Config.from_dict(payload["config"], stored=True).audio
     stats = FeatureStats.from_dict(payload["stats"]["target"])
-    critic, phones = model_phone_critic(checkpoint, config) if options.phonetic_weight > 0 else (None, None)
     torch.manual_seed(options.seed)
     rng = random.Random(options.seed)
-    items = training_examples(checkpoint, pair_lists, audio, progress, phones)
+    items = training_examples(checkpoint, pair_lists, audio, progress)
     valid_count = min(options.valid_files, len(items) // 2)
     train_items, valid_items = items[: len(items) - valid_count], items[len(items) - valid_count :]
     generator = MelPostfilter(audio.n_mels, channels=options.channels, source_dim=audio.n_mels)
@@ -134,7 +98,7 @@ def train_postfilter(
     budget = seconds_left(options.max_minutes, started)
     with closing(companion_writer(out, "postfilter")) as writer:
         _log_validation(writer, before, 0)
-        steps = _optimise(generator, train_items, options, budget, rng, progress, writer, critic)
+        steps = _optimise(generator, train_items, options, budget, rng, progress, writer)
         after = _validate(generator, valid_items)
         _log_validation(writer, after, steps)
     info = dict(
@@ -163,7 +127,7 @@ def _validate(generator: MelPostfilter, items) -> tuple[float, float, float]:
     """Mean L1 to the natural frames, and the temporal detail of the output and of the natural frames."""
     generator.eval()
     l1, detail, natural_detail = [], [], []
-    for predicted, source, natural, _ in items:
+    for predicted, source, natural in items:
         out = generator(predicted[None], source=None if source is None else source[None])[0]
         l1.append(float((out - natural).abs().mean()))
         detail.append(temporal_detail(out))
@@ -172,9 +136,9 @@ def _validate(generator: MelPostfilter, items) -> tuple[float, float, float]:
 
 
 def _crop_batch(items, batch_size: int, crop: int, rng: random.Random):
-    """Random aligned crops of ``crop`` frames of each (predicted, source, natural, labels) example,
-    stacked (shorter examples are padded by repeating their last frame; a None stays None)."""
-    crops: list[list[torch.Tensor]] = [[], [], [], []]
+    """Random aligned crops of ``crop`` frames of each (predicted, source, natural) example, stacked
+    (shorter examples are padded by repeating their last frame; a source of None stays None)."""
+    crops: list[list[torch.Tensor]] = [[], [], []]
     for example in rng.choices(items, k=batch_size):
         frames = len(example[2])
         start = rng.randrange(max(frames - crop, 0) + 1)
@@ -182,17 +146,14 @@ def _crop_batch(items, batch_size: int, crop: int, rng: random.Random):
             if tensor is None:
                 continue
             if frames < crop:
-                tensor = torch.cat([tensor, tensor[-1:].expand(crop - frames, *tensor.shape[1:])])
+                tensor = torch.cat([tensor, tensor[-1:].expand(crop - frames, -1)])
             column.append(tensor[start : start + crop])
-    predicted, source, natural, labels = (torch.stack(column) if column else None for column in crops)
-    return predicted, source, natural, labels
+    predicted, source, natural = (torch.stack(column) if column else None for column in crops)
+    return predicted, source, natural
 
 
-def _optimise(
-    generator, items, options: PostfilterConfig, budget: float, rng, progress: bool, writer, critic=None
-) -> int:
-    """Until the step or time budget is spent; TensorBoard (``writer``) gets the losses every LOG_EVERY
-    steps. ``critic``: the model's phone classifier (postfilter.phonetic_weight), else None."""
+def _optimise(generator, items, options: PostfilterConfig, budget: float, rng, progress: bool, writer) -> int:
+    """Until the step or time budget is spent; TensorBoard (``writer``) gets the losses every LOG_EVERY steps."""
     betas = (0.5, 0.9)  # the usual GAN setting: a short memory of the other player's moves
     g_opt = torch.optim.Adam(generator.parameters(), options.learning_rate, betas=betas)
     if options.adversarial:
@@ -206,15 +167,10 @@ def _optimise(
     total = options.max_steps or None
     with show_progress(total=total, desc="postfilter", unit="step", disable=not progress) as bar:
         while limit.spent(step) < 1.0:
-            predicted, source, natural, labels = _crop_batch(
-                items, options.batch_size, options.crop_frames, rng
-            )
+            predicted, source, natural = _crop_batch(items, options.batch_size, options.crop_frames, rng)
             fake = generator(predicted, source=source)
             l1 = (normalise(fake) - normalise(natural)).abs().mean()
             loss = options.l1_weight * l1
-            if critic is not None:
-                phonetic = phonetic_loss(critic, normalise(fake), labels)
-                loss = loss + options.phonetic_weight * phonetic
             finite = True  # both players' losses and gradients; a non-finite one skips its update
             if options.adversarial and step >= options.warmup_steps:
                 real_score, real_features = discriminator(normalise(natural))
@@ -248,8 +204,6 @@ def _optimise(
             if step % LOG_EVERY == 0:
                 writer.add_scalar("postfilter/l1", l1.item(), step)
                 writer.add_scalar("postfilter/loss", loss.item(), step)
-                if critic is not None:
-                    writer.add_scalar("postfilter/phonetic", phonetic.item(), step)
                 if options.adversarial and step > options.warmup_steps:
                     writer.add_scalar("postfilter/discriminator", d_loss.item(), step)
     generator.eval()
