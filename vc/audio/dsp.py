@@ -69,7 +69,8 @@ def frame_levels_db(wave: np.ndarray, *, frame_length: int, hop_length: int) -> 
 
 def speech_bounds(wave: np.ndarray, *, top_db: float, frame_length: int, hop_length: int) -> tuple[int, int]:
     """[start, end) in samples of what trim_silence keeps: from the first to the last frame louder
-    than the loudest frame's RMS minus ``top_db``; (0, 0) for an all-zero wave."""
+    than the loudest frame's RMS minus ``top_db``; the whole of an all-zero wave (every frame is as
+    loud as the loudest), (0, 0) for an empty one."""
     loud = np.flatnonzero(frame_levels_db(wave, frame_length=frame_length, hop_length=hop_length) > -top_db)
     if loud.size == 0:
         return 0, 0
