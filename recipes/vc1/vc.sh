@@ -168,8 +168,11 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     train_and_average "the attention model" "$exp" "$conf" stage3 "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}"
     if [ -n "$student_exp" ]; then
         # The student learns the timing it is given: new durations, a new student (from step 0: the old
-        # student's snapshots learned other timing, so they are not resumed).
-        new_student() { rm -rf "$student_exp/.train_done" "$student_exp/.train_settings" "$student_exp/checkpoints"; }
+        # student's snapshots learned other timing, so they are not resumed), and a new phone classifier.
+        new_student() {
+            rm -rf "$student_exp/.train_done" "$student_exp/.train_settings" "$student_exp/checkpoints" \
+                "$student_exp/phone_classifier.pt"
+        }
         sets=()  # the student's overrides (its frame stacking decides what a step is)
         for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
         align_phones() {  # the transcripts' phones in both recordings -> EXP/phones.json and their durations
