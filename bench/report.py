@@ -343,16 +343,39 @@ def cold_start_lines(cold: dict, load: dict) -> list[str]:
 
 def serve_lines(serve: dict, load: dict) -> list[str]:
     rows = [
-        [level["clients"], level["requests"], f"{level['p50_s']:.2f}", f"{level['p95_s']:.2f}",
-         f"{level['requests_per_minute']:.1f}"]
+        [level["clients"], level["requests"], level.get("refused", 0), f"{level['p50_s']:.2f}",
+         f"{level['p95_s']:.2f}", f"{level['requests_per_minute']:.1f}", _mb(level.get("peak_memory_mb"))]
         for level in serve["levels"]
     ]  # fmt: skip
-    return [
+    lines = [
         "",
         f"6. `vc serve` with the bundled model, a {serve['input_seconds']:g} s recording per request "
-        f"{busy(load)}; cold start until the page answers: {serve['cold_start_s']:.2f} s",
-        *table(["clients", "requests", "p50 [s]", "p95 [s]", "requests/min"], rows, left=0),
+        f"{busy(load)}; cold start until the page answers: {serve['cold_start_s']:.2f} s; memory after "
+        f"the first conversion: {_mb(serve.get('memory_after_first_mb'))} MB",
+        *table(
+            ["clients", "answered", "refused", "p50 [s]", "p95 [s]", "requests/min", "peak memory [MB]"],
+            rows,
+            left=0,
+        ),
     ]
+    if "bombs" in serve:
+        bombs = serve["bombs"]
+        lines.append(
+            f"{bombs['clients']} clients at once posting a 1.1 MB FLAC of 2 h of 48 kHz silence: "
+            f"{bombs['refused_413']} refused (413) in {bombs['wall_s']:.2f} s; peak memory "
+            f"{_mb(bombs['peak_memory_mb'])} MB"
+        )
+    if "long" in serve:
+        long = serve["long"]
+        lines.append(
+            f"{long['clients']} clients at once posting 119 s of speech: {long['answered']} answered in "
+            f"{long['wall_s']:.1f} s; peak memory {_mb(long['peak_memory_mb'])} MB"
+        )
+    return lines
+
+
+def _mb(value) -> str:
+    return "-" if value is None else f"{value:.0f}"
 
 
 def render(results: dict) -> str:

@@ -41,6 +41,22 @@ def model_checkpoint(tmp_path):
     return path, save_tiny_checkpoint(path)
 
 
+TINY = "run/checkpoints/best.pt"  # the tiny model's name in `catalog`
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory):
+    """`vc serve`'s models: the bundled ones and, under --models, one tiny checkpoint (TINY) beside files
+    that are not models."""
+    from vc.serving.catalog import ModelCatalog
+
+    folder = tmp_path_factory.mktemp("models")
+    (folder / "run" / "checkpoints").mkdir(parents=True)
+    save_tiny_checkpoint(folder / TINY)
+    (folder / "run" / "notes.pt").write_bytes(b"not a model")
+    return ModelCatalog(folder)
+
+
 @pytest.fixture(scope="module")
 def chromium() -> str:
     """The browser the page tests drive; under CI=true its absence fails, else it skips with the reason."""

@@ -13,31 +13,19 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.helpers import save_tiny_checkpoint, speech_like
+from tests.helpers import speech_like
 
 flask = pytest.importorskip("flask", reason="vc serve needs the serve extra: pip install -e '.[serve]'")
 
+from tests.conftest import TINY  # noqa: E402
 from vc.serving.app import Limits, create_app  # noqa: E402
-from vc.serving.catalog import ModelCatalog  # noqa: E402
 from vc.serving.server import build_server  # noqa: E402
-
-TINY = "run/checkpoints/best.pt"
 
 
 def wav_bytes(seconds: float = 1.0, seed: int = 0, rate: int = 16000) -> bytes:
     out = io.BytesIO()
     sf.write(out, speech_like(seconds, sr=rate, seed=seed), rate, format="WAV")
     return out.getvalue()
-
-
-@pytest.fixture(scope="module")
-def catalog(tmp_path_factory) -> ModelCatalog:
-    """The bundled models and, under --models, one tiny checkpoint beside files that are not models."""
-    folder = tmp_path_factory.mktemp("models")
-    (folder / "run" / "checkpoints").mkdir(parents=True)
-    save_tiny_checkpoint(folder / TINY)
-    (folder / "run" / "notes.pt").write_bytes(b"not a model")
-    return ModelCatalog(folder)
 
 
 @pytest.fixture()

@@ -13,6 +13,10 @@ class AudioError(VcError):
     pass
 
 
+class AudioTooLong(AudioError):
+    """A recording longer than the limit of the step reading it (`vc serve` answers it with a 413)."""
+
+
 class CheckpointError(VcError):
     pass
 

@@ -51,6 +51,12 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+def non_negative_int(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {text!r}")
+    return int(text)
+
+
 def add_overwrite(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help=f"replace an existing {what} (default: refuse)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vc.cli.common import add_command, positive_int
+from vc.cli.common import add_command, non_negative_int, positive_int
 
 EXAMPLE = "vc serve --models egs/arctic/vc1/exp   # then open http://127.0.0.1:8000/"
 DESCRIPTION = (
@@ -10,6 +10,10 @@ DESCRIPTION = (
 file under --models, and hear source and conversion side by side; the HTTP API under it:
   GET /api/models                      the models, by name
   POST /api/convert (multipart form)   audio=@in.wav [model=NAME] -> audio/wav
+Bound to 127.0.0.1 (the default), it answers only requests addressed to localhost, 127.0.0.1 or [::1]
+(and the names given with --allow-host): a web page cannot reach it through another name (DNS rebinding).
+At most --max-active requests hold their upload (one converts at a time) and --max-queue more wait; the
+rest get a 503. Memory at the defaults: under 1 GB (the README's "Serving" section).
 Needs the serve extra: pip install 'vc-tacotron[serve]'.
 
 example:
@@ -34,6 +38,23 @@ def add_parser(commands) -> None:
     sub.add_argument("--device", help="cpu, cuda or cuda:N (default: cpu)")
     sub.add_argument("--max-upload-mb", type=float, default=20.0, help="largest request body")
     sub.add_argument("--max-seconds", type=float, default=120.0, help="longest recording")
+    sub.add_argument(
+        "--max-active",
+        type=positive_int,
+        default=2,
+        help="requests holding their upload at once (one converts at a time)",
+    )
+    sub.add_argument(
+        "--max-queue", type=non_negative_int, default=16, help="requests waiting for a turn; more get a 503"
+    )
+    sub.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        dest="allow_hosts",
+        metavar="NAME",
+        help="also answer requests addressed to NAME (repeatable); on a non-loopback --host, only these",
+    )
     sub.add_argument("--threads", type=positive_int, help="CPU threads for torch (default: as vc convert)")
     sub.set_defaults(func=run)
 
@@ -52,4 +73,7 @@ def run(args) -> None:
     torch.set_num_threads(convert_threads(args.threads))
     catalog = ModelCatalog(args.models, device=args.device or "cpu")
     catalog.converter(catalog.default)  # the default model loads before the first request
-    serve(args.host, args.port, catalog, Limits(args.max_upload_mb, args.max_seconds))
+    limits = Limits(
+        args.max_upload_mb, args.max_seconds, max_active=args.max_active, max_queue=args.max_queue
+    )
+    serve(args.host, args.port, catalog, limits, allow_hosts=tuple(args.allow_hosts))

@@ -10,10 +10,9 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from vc.serving.app import Limits, create_app
 from vc.serving.catalog import ModelCatalog
+from vc.serving.hosts import is_loopback
 
 log = logging.getLogger(__name__)
-
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 class JsonErrorHandler(WSGIRequestHandler):
@@ -37,17 +36,26 @@ class JsonErrorHandler(WSGIRequestHandler):
         log.debug(message, *args)
 
 
-def build_server(host: str, port: int, catalog: ModelCatalog, limits: Limits | None = None):
-    """The server (not yet serving): ``server.serve_forever()``; ``server.port`` is the bound port."""
-    return make_server(
-        host, port, create_app(catalog, limits), threaded=True, request_handler=JsonErrorHandler
-    )
+def build_server(
+    host: str, port: int, catalog: ModelCatalog, limits: Limits | None = None, allow_hosts: tuple = ()
+):
+    """The server (not yet serving): ``server.serve_forever()``; ``server.port`` is the bound port.
+
+    Bound to a loopback address, it answers only requests whose Host is a loopback name or one of
+    ``allow_hosts`` (vc/serving/hosts.py); bound to another address, any Host unless ``allow_hosts``
+    lists the names it is reached by.
+    """
+    checked = tuple(allow_hosts) if is_loopback(host) or allow_hosts else None
+    app = create_app(catalog, limits, allow_hosts=checked)
+    return make_server(host, port, app, threaded=True, request_handler=JsonErrorHandler)
 
 
-def serve(host: str, port: int, catalog: ModelCatalog, limits: Limits | None = None) -> None:
+def serve(
+    host: str, port: int, catalog: ModelCatalog, limits: Limits | None = None, allow_hosts: tuple = ()
+) -> None:
     """Serve until interrupted; prints the URL (and a warning when other machines can reach it)."""
-    server = build_server(host, port, catalog, limits)
-    if host not in LOCAL_HOSTS:
+    server = build_server(host, port, catalog, limits, allow_hosts)
+    if not is_loopback(host):
         print(
             f"WARNING: serving on {host}: anyone who can reach this machine can use it and upload to it; "
             "use --host 127.0.0.1 to keep it local",
