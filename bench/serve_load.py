@@ -24,7 +24,6 @@ import urllib.request
 import uuid
 
 import numpy as np
-
 import soundfile as sf
 from benchlib import Setup, list_pairs
 

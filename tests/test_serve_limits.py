@@ -258,7 +258,8 @@ def test_the_command_passes_its_limits_and_names_to_the_server(monkeypatch, caps
     monkeypatch.setattr(vc.serving.server, "serve", lambda *args, **kwargs: seen.update(args=args, **kwargs))
     argv = ["serve", "--port", "0", "--max-active", "1", "--max-queue", "0"]
     assert main([*argv, "--allow-host", "studio.lan", "--allow-host", "box"]) == 0
-    assert seen["args"][3] == Limits(max_active=1, max_queue=0) and seen["allow_hosts"] == ("studio.lan", "box")
+    assert seen["args"][3] == Limits(max_active=1, max_queue=0)
+    assert seen["allow_hosts"] == ("studio.lan", "box")
     with pytest.raises(SystemExit) as exit_info:
         main(["serve", "--max-queue", "-1"])
     assert exit_info.value.code == 2 and "expected 0 or a positive integer" in capsys.readouterr().err
