@@ -59,11 +59,12 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert "durations: " in (exp / "logs" / "stage3_durations.log").read_text()
     student = (exp / "student" / "config.yaml").read_text()
     assert f"durations: {exp / 'durations_dtw.pt'}" in student
-    # the phonetic loss is on by default: the transcripts' phones label the student's frames
+    # the phonetic loss is on by default (ci_student.yaml, as conf/student.yaml): the transcripts' phones
+    # label the student's frames
     assert "phonetic_weight: 1.0" in student and f"phones: {exp / 'phones.json'}" in student
     assert (exp / "phones.json").is_file() and (exp / "student" / "phone_classifier.pt").is_file()
-    # as a teacher the attention model trains --teacher_minutes (default 8), not its config's limit
-    assert "max_minutes: 8" in (exp / "config.yaml").read_text()
+    # the teacher trains its config's limit (ci.yaml's: none), the student its config's phonetic loss
+    assert "max_minutes: 0.0" in (exp / "config.yaml").read_text()
     averaged = exp / "student" / "checkpoints" / "averaged.pt"
     assert (
         averaged.is_file()
@@ -167,3 +168,44 @@ def test_a_bad_option_is_one_line_and_status_2_before_any_stage(tmp_path, option
     )
     assert done.returncode == 2 and done.stderr.strip() == f"vc.sh: {message}"
     assert not (tmp_path / "data").exists() and done.stdout == ""
+
+
+FAKE_VC = r"""#!/usr/bin/env bash
+# Records each call; makes the files the recipe looks for next.
+printf '%s\n' "$*" >> "$VC_CALLS"
+out=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --out|--alignments) out=$2; shift ;;
+    esac
+    shift
+done
+case "$out" in
+    "") ;;
+    *.pt|*.json) mkdir -p "$(dirname "$out")" && touch "$out" ;;
+    *) mkdir -p "$out/checkpoints" && touch "$out/checkpoints/best.pt" "$out/checkpoints/step0000004.pt" ;;
+esac
+"""
+
+
+def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path):
+    """The recipe is its configs: stages 3-4 with their defaults give every training command the config
+    it names and the data, never a budget, a loss weight or another setting of its own."""
+    fake = tmp_path / "bin" / "vc"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_VC)
+    fake.chmod(0o755)
+    calls = tmp_path / "calls.txt"
+    env = {**venv_env(), "PATH": f"{fake.parent}:{venv_env()['PATH']}", "VC_CALLS": str(calls)}
+    done = subprocess.run(
+        [str(RUN), "--work", str(tmp_path / "w"), "--stage", "3", "--stop_stage", "4"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    trainings = [line.split() for line in calls.read_text().splitlines() if "train" in line.split()[0]]
+    assert [words[0] for words in trainings] == ["train", "train", "mel2linear-train", "postfilter-train"]
+    for words in trainings:
+        settings = [w for w in words if "=" in w and not w.startswith("data.")]
+        assert not settings and "--max-minutes" not in words, words

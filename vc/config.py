@@ -237,7 +237,7 @@ class Mel2LinearConfig:
     crop_frames: int = 96
     learning_rate: float = 1e-3
     max_steps: int = 100_000
-    max_minutes: float = 8.0  # feature extraction included; 0 = no time limit
+    max_minutes: float = 6.0  # feature extraction included; 0 = no time limit
     valid_files: int = 10  # held out from the end of the (sorted) file list
     valid_every: int = 250
     # Weight of the spectral convergence loss beside the log-magnitude L1 (a weak gain after Griffin-Lim,

@@ -32,18 +32,23 @@
 #          --durations dtw|attention|phones (where the student's durations come from: DTW of each pair,
 #          default, vc durations --dtw; the attention model's alignments, vc durations --checkpoint; or the
 #          transcripts' phones in both recordings, vc durations --phones, pocketsphinx's aligner)
-#          --phonetic_weight W (the student's phonetic loss, train.phonetic_weight; default 1; 0: off; above 0
-#          stage 3 also aligns the transcripts' phones, EXP/phones.json, for its labels)
-#          --teacher_minutes N (the attention model's time limit when a student is the model; default 8;
-#          0: its config's train.max_minutes; a trailing train.max_minutes=N wins over both)
+#          --phonetic_weight W (the student's phonetic loss, train.phonetic_weight; default: the student
+#          config's, 1 in conf/student.yaml; stage 3 aligns the transcripts' phones, EXP/phones.json, for its
+#          labels unless W is 0)
+#          --teacher_minutes N (the attention model's time limit; default: its config's train.max_minutes,
+#          8 in conf/default.yaml, the main job's teacher)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
-#          --vocoder_minutes N (stage 4's time limit; default 6) --unseen_utts N (stage 8; default 100: all
+#          --vocoder_minutes N (stage 4's time limit; default: mel2linear.max_minutes of the model's config,
+#          6) --unseen_utts N (stage 8; default 100: all
 #          of ARCTIC's eval prompts, as fewer leave about +-8 WER points of noise)
 #          --unseen_voices NAME,NAME|all (stage 8's voices; default TGT-as-source,festival-kal,flite-rms, the
 #          bundled model's held-out voices; all: every voice stage 8 makes, e.g. other ARCTIC speakers)
 #          --tts_voices yes (many-to-one: stage 0 also has local/tts_voices.py's TTS voices read the train
 #          and dev prompts, and the models train on DATA_tts/, those pairs beside the source's; default no)
-#          --postfilter_minutes N (stage 4's post-filter time limit; default 6; 0: no post-filter)
+#          --postfilter_minutes N (stage 4's post-filter time limit; default: postfilter.max_minutes, 6;
+#          0: no post-filter)
+# Every training setting the recipe uses by default is its config's (conf/*.yaml, vc/config.py): the
+# options above only override them.
 #          --average N (stage 3: average the last N snapshots; default 3; 0: use best.pt as it is)
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
 #          mixtures, default 16)
@@ -59,13 +64,13 @@ tgt=slt
 conf=conf/default.yaml
 student_conf=conf/student.yaml
 durations=dtw
-phonetic_weight=1
-teacher_minutes=8
+phonetic_weight=""  # empty: the config's (here and below)
+teacher_minutes=""
 tag=""
 work=.
 data_prep_args=""
-vocoder_minutes=6
-postfilter_minutes=6
+vocoder_minutes=""
+postfilter_minutes=""
 unseen_utts=100
 unseen_voices=""  # after the options: it names --tgt
 tts_voices=no
@@ -89,10 +94,10 @@ while [ $# -gt 0 ]; do
 done
 [ -f "$conf" ] || { echo "vc.sh: config not found: $conf" >&2; exit 2; }
 [ "$student_conf" = none ] || [ -f "$student_conf" ] || { echo "vc.sh: student config not found: $student_conf" >&2; exit 2; }
-for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures" "$teacher_minutes"; do
+for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures" "${teacher_minutes:-0}"; do
     [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage, --average, --teacher_minutes and --gmm_* take a number, got '$n'" >&2; exit 2; }
 done
-[[ "$phonetic_weight" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "vc.sh: --phonetic_weight takes a number, got '$phonetic_weight'" >&2; exit 2; }
+[ -z "$phonetic_weight" ] || [[ "$phonetic_weight" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "vc.sh: --phonetic_weight takes a number, got '$phonetic_weight'" >&2; exit 2; }
 case "$durations" in attention|dtw|phones) ;; *) echo "vc.sh: --durations takes attention, dtw or phones, got '$durations'" >&2; exit 2 ;; esac
 [ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
 [ -n "$unseen_voices" ] || unseen_voices=$tgt-as-source,festival-kal,flite-rms
@@ -162,9 +167,8 @@ train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's
     fi
 }
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
-    # As a teacher the attention model gets fewer minutes: the student is the model (docs/results.md).
     teacher_args=("${lists[@]}")
-    [ -z "$student_exp" ] || [ "$teacher_minutes" = 0 ] || teacher_args+=("train.max_minutes=$teacher_minutes")
+    [ -z "$teacher_minutes" ] || teacher_args+=("train.max_minutes=$teacher_minutes")
     train_and_average "the attention model" "$exp" "$conf" stage3 "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}"
     if [ -n "$student_exp" ]; then
         # The student learns the timing it is given: new durations, a new student (from step 0: the old
@@ -200,14 +204,17 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         else
             echo "=== stage 3: durations: already done ($durations_file)"
         fi
-        phonetic=()  # the phonetic loss: its labels are the phones of both recordings (vc durations --phones)
-        if [ "$(awk -v w="$phonetic_weight" 'BEGIN { print (w > 0) }')" = 1 ]; then
+        # The phonetic loss (its weight is the student config's, or --phonetic_weight): its labels are the
+        # phones of both recordings (vc durations --phones); --phonetic_weight 0 needs none.
+        phonetic=()
+        if [ "$phonetic_weight" != 0 ]; then
             if [ ! -f "$exp/phones.json" ]; then
                 echo "=== stage 3: the transcripts' phones for the phonetic loss ($(date '+%H:%M:%S'))"
                 align_phones stage3_phones
             fi
-            phonetic=("data.phones=$exp/phones.json" "train.phonetic_weight=$phonetic_weight")
+            phonetic=("data.phones=$exp/phones.json")
         fi
+        [ -z "$phonetic_weight" ] || phonetic+=("train.phonetic_weight=$phonetic_weight")
         student_args=("${lists[@]}" "data.cache_dir=$exp/features" "data.durations=$durations_file"
             "${phonetic[@]+"${phonetic[@]}"}" "${student_overrides[@]+"${student_overrides[@]}"}")
         # A student trained with other settings (durations, the phonetic loss, any student.key=value) is stale.
@@ -228,7 +235,7 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
         echo "=== stage 4: vocoder: already done ($model_dir/mel2linear.pt); delete it to train again"
     else
         run_stage 4 "vocoder" vc mel2linear-train "$data/train.tsv" --config "$(dirname "$model_dir")/config.yaml" \
-            --checkpoint "$model" --out "$model_dir/mel2linear.pt" --max-minutes "$vocoder_minutes"
+            --checkpoint "$model" --out "$model_dir/mel2linear.pt" ${vocoder_minutes:+--max-minutes "$vocoder_minutes"}
     fi
     # The teacher's row vocodes through the same network (one network, one stage's minutes).
     [ "$model_dir" = "$exp/checkpoints" ] || cp "$model_dir/mel2linear.pt" "$exp/checkpoints/mel2linear.pt"
@@ -238,8 +245,8 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
         echo "=== stage 4: post-filter: already done ($model_dir/postfilter.pt); delete it to train again"
     else
         echo "=== stage 4: post-filter ($(date '+%H:%M:%S'))"
-        vc postfilter-train "$data/train.tsv" --checkpoint "$model" \
-            --out "$model_dir/postfilter.pt" --max-minutes "$postfilter_minutes" 2>&1 \
+        vc postfilter-train "$data/train.tsv" --checkpoint "$model" --out "$model_dir/postfilter.pt" \
+            ${postfilter_minutes:+--max-minutes "$postfilter_minutes"} 2>&1 \
             | tee "$logs/stage4_postfilter.log"
     fi
 fi

@@ -29,7 +29,12 @@ def add_parser(commands) -> None:
         "--checkpoint",
         help="conversion checkpoint: also train on its teacher-forced predicted mels (needs pair lists)",
     )
-    sub.add_argument("--max-minutes", dest="max_minutes", type=float, help="time limit (default 8)")
+    sub.add_argument(
+        "--max-minutes",
+        dest="max_minutes",
+        type=float,
+        help="time limit (default: mel2linear.max_minutes, 6)",
+    )
     sub.add_argument("--max-steps", dest="max_steps", type=positive_int, help="step limit")
     sub.add_argument("--batch-size", dest="batch_size", type=positive_int, help="crops per step (default 16)")
     sub.add_argument("--valid-files", dest="valid_files", type=int, help="files held out (default 10)")

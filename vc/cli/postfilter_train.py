@@ -23,7 +23,12 @@ def add_parser(commands) -> None:
     )
     sub.add_argument("--out", required=True, help="post-filter file, e.g. EXP/checkpoints/postfilter.pt")
     add_overwrite(sub, "--out file")
-    sub.add_argument("--max-minutes", dest="max_minutes", type=float, help="time limit (default 6)")
+    sub.add_argument(
+        "--max-minutes",
+        dest="max_minutes",
+        type=float,
+        help="time limit (default: postfilter.max_minutes, 6)",
+    )
     sub.add_argument("--max-steps", dest="max_steps", type=positive_int, help="step limit")
     sub.add_argument("--valid-files", dest="valid_files", type=int, help="pairs held out (default 10)")
     sub.add_argument("--seed", type=int, help="random seed (default 0)")

@@ -69,7 +69,8 @@ class ModelKind:
             )
         if config.train.phonetic_weight > 0 and not config.data.phones:
             raise ConfigError(
-                "train.phonetic_weight needs data.phones (the alignments of vc durations --phones)"
+                "train.phonetic_weight needs data.phones (the alignments of vc durations --phones); "
+                "set train.phonetic_weight=0 to train without the phonetic loss"
             )
 
     def initialise(self, model: nn.Module, durations: dict[str, torch.Tensor] | None) -> None:
