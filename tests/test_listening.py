@@ -200,3 +200,27 @@ def test_report_follows_a_renamed_model_row_and_shows_more_systems(tmp_path):
     order = re.findall(r'<section class="utt" id="([^"]+)"', html)
     assert order == ["arctic_b0002", "arctic_b0003", "arctic_b0001"]  # worst first by the model row's WER
     assert 'data-k_wer="55.0"' in html  # the model row's, not the peer's (1.5 times as many)
+
+
+def test_the_training_section_is_that_of_the_model_that_made_the_audio(tmp_path):
+    """The recipe's student (EXP/student) made the converted audio, as scores.json's checkpoint says: the
+    Training section and curves are its run's, and the teacher's alignment evolution is named as such."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    exp = make_experiment(tmp_path)  # the teacher: 120 steps, alignments stored
+    student = exp / "student"
+    (student / "checkpoints").mkdir(parents=True)
+    (student / "config.yaml").write_text((exp / "config.yaml").read_text())
+    writer = SummaryWriter(str(student / "tensorboard"))
+    for step in range(100, 1401, 100):
+        writer.add_scalar("train/loss/total", 1.0 - step / 2000, step)
+        writer.add_scalar("valid/loss/total", 1.1 - step / 2000, step)
+    writer.close()
+    scores = json.loads((exp / "scores.json").read_text())
+    scores["checkpoint"] = str(student / "checkpoints" / "averaged.pt")
+    (exp / "scores.json").write_text(json.dumps(scores))
+    html = build_report(exp, progress=False).read_text()
+    assert '<td>steps trained</td><td class="text">1400</td>' in html
+    assert f'<td>run</td><td class="text">{student}</td>' in html
+    assert "alignment evolution of the attention model (the teacher" in html.lower()
+    assert "img/evolution_arctic_b0001.png" in html  # the teacher's strip stays

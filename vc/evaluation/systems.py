@@ -119,6 +119,7 @@ def score_against_references(
             centroid_cache=Path(centroid_cache) if centroid_cache else None,
         )
     result["config"] = str(config_path) if config_path else None
+    result["checkpoint"] = str(checkpoint) if checkpoint else None  # the model: the report shows its run
     result["model_row"] = name
     return result
 

@@ -92,6 +92,9 @@ class Utterance:
 class Experiment:
     folder: Path
     audio: AudioConfig
+    # The run that trained the model which made the converted audio: its config, steps and curves are the
+    # Training section's. The recipe's student lives in EXP/student; scores.json's checkpoint names it.
+    run: Path | None = None
     config_text: str | None = None
     evolution_columns: int = 8  # train.evolution_columns of the run
     training: dict[str, str] = field(default_factory=dict)  # label -> value, in display order
@@ -102,6 +105,7 @@ class Experiment:
     missing: list[str] = field(default_factory=list)  # metric families vc score could not compute
     utterances: list[Utterance] = field(default_factory=list)
     evolution: dict[str, Path] = field(default_factory=dict)  # fixed dev utterance -> folder of step*.npy
+    evolution_of_teacher: bool = False  # EXP's attention model taught the model (another run)
     notes: list[str] = field(default_factory=list)  # what the report could not find
 
 
@@ -113,15 +117,18 @@ def as_number(value) -> float | None:
 
 
 def gather(exp_dir: str | Path, scores_path: str | Path | None = None) -> Experiment:
-    """Read what EXP holds: config, training time and curves, scores, files per utterance."""
+    """Read what EXP holds: config, training time and curves of the model's run, scores, files per
+    utterance, the attention model's alignment evolution."""
     folder = Path(exp_dir)
     if not folder.is_dir():
         raise DataError(f"experiment folder not found: {folder}")
-    exp = Experiment(folder=folder, audio=AudioConfig())
+    scores_path = Path(scores_path) if scores_path else folder / "scores.json"
+    exp = Experiment(folder=folder, audio=AudioConfig(), run=_model_run(folder, scores_path))
     _read_config(exp)
     _read_training(exp)
-    scores = _read_scores(exp, Path(scores_path) if scores_path else folder / "scores.json")
+    scores = _read_scores(exp, scores_path)
     _collect_utterances(exp, scores)
+    exp.evolution_of_teacher = exp.run != folder
     exp.evolution = {
         path.name: path
         for path in sorted((folder / "alignments").glob("*"))
@@ -132,8 +139,24 @@ def gather(exp_dir: str | Path, scores_path: str | Path | None = None) -> Experi
     return exp
 
 
+def _model_run(folder: Path, scores_path: Path) -> Path:
+    """The run folder of the checkpoint scores.json names (vc score --checkpoint: the model), when it
+    holds a run (config.yaml); else EXP itself."""
+    try:
+        checkpoint = json.loads(scores_path.read_text()).get("checkpoint")
+    except (OSError, ValueError, AttributeError):
+        return folder
+    if not checkpoint:
+        return folder
+    for base in (Path.cwd(), folder):
+        run = (base / checkpoint).parent.parent
+        if (run / "config.yaml").is_file():
+            return run
+    return folder
+
+
 def _read_config(exp: Experiment) -> None:
-    path = exp.folder / "config.yaml"
+    path = exp.run / "config.yaml"
     if not path.is_file():
         exp.notes.append("no config.yaml: default audio settings used for the mel figures")
         return
@@ -141,6 +164,10 @@ def _read_config(exp: Experiment) -> None:
     try:
         config = load_config(path, stored=True)
         exp.audio, exp.evolution_columns = config.audio, config.train.evolution_columns
+        if exp.run != exp.folder and (exp.folder / "config.yaml").is_file():  # the strip is EXP's run's
+            exp.evolution_columns = load_config(
+                exp.folder / "config.yaml", stored=True
+            ).train.evolution_columns
     except VcError as exc:
         exp.notes.append(f"config.yaml unreadable ({exc}): default audio settings used")
 
@@ -149,10 +176,11 @@ def _read_training(exp: Experiment) -> None:
     from vc.evaluation.curve import read_scalars
 
     try:
-        exp.scalars = read_scalars(exp.folder)
+        exp.scalars = read_scalars(exp.run)
     except DataError:
         exp.notes.append("no TensorBoard events: no training curves")
     info = exp.training
+    info["run"] = str(exp.run)
     steps = [s.step for series in exp.scalars.values() for s in series]
     minutes = [s.minutes for series in exp.scalars.values() for s in series]
     if steps:
@@ -166,7 +194,7 @@ def _read_training(exp: Experiment) -> None:
     if distance:  # train.select_by: free_running chose best.pt by this, not by the loss
         best = min(distance, key=lambda s: s.value)
         info["best.pt chosen by"] = f"free-running dev distance, {best.value:.3f} dB at step {best.step}"
-    train_log = exp.folder / "train.log"
+    train_log = exp.run / "train.log"
     if train_log.is_file():
         lines = train_log.read_text(errors="replace").splitlines()
         stamps = [m.group(1) for m in map(_LOG_TIME.match, lines) if m]
@@ -175,10 +203,10 @@ def _read_training(exp: Experiment) -> None:
         devices = [line.split(": training on ", 1)[1] for line in lines if ": training on " in line]
         if devices:
             info["device"] = devices[0].split(" from step")[0]
-    checkpoints = sorted((exp.folder / "checkpoints").glob("*.pt"))
+    checkpoints = sorted((exp.run / "checkpoints").glob("*.pt"))
     if checkpoints:
         info["checkpoints"] = ", ".join(path.name for path in checkpoints)
-    averaged = exp.folder / "checkpoints" / "averaged.pt"
+    averaged = exp.run / "checkpoints" / "averaged.pt"
     if averaged.is_file():  # the model the recipe's later stages use (vc average), not best.pt
         info["averaged.pt"] = _averaged_from(averaged)
 

@@ -122,9 +122,14 @@ def _training_section(exp: Experiment, assets: Assets) -> list[str]:
         )
         parts.append(f"<table>{rows}</table>")
     if assets.evolution:
+        title, run = "Alignment evolution", "the run"
+        if exp.evolution_of_teacher:  # another model made the audio; EXP's attention model taught it
+            title = "Alignment evolution of the attention model (the teacher, not the model above)"
+            run = f"the teacher's run ({exp.folder})"
         parts.append(
-            "<h3>Alignment evolution</h3><p>Free-running alignment of fixed dev utterances at evaluations "
-            "spread over the run (the first ones, log-spaced ones, the last): the blur becoming a diagonal.</p>"
+            f"<h3>{escape(title)}</h3><p>Free-running alignment of fixed dev utterances at evaluations "
+            f"spread over {escape(run)} (the first ones, log-spaced ones, the last): the blur becoming a "
+            "diagonal.</p>"
         )
         strips = [
             f'<p><img src="{quote(link)}" alt="alignment evolution of {escape(utt_id)}"></p>'
