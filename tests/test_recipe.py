@@ -90,7 +90,10 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert (
         sorted(p.name for p in (exp / "converted" / "ceiling" / "griffin-lim_ceiling").iterdir()) == converted
     )
-    assert (exp / "report" / "index.html").is_file()
+    report = (exp / "report" / "index.html").read_text()
+    # the report's Training section is the student's run (it made the audio), the evolution the teacher's
+    assert f'<td>run</td><td class="text">{exp / "student"}</td>' in report
+    assert "Alignment evolution of the attention model (the teacher" in report
     for n in range(9):
         assert (exp / "logs" / f"stage{n}.log").is_file()
     unseen = (exp / "unseen_scores.txt").read_text()
