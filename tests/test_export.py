@@ -110,11 +110,15 @@ def test_the_registry_lists_a_default_model_that_is_installed():
         get_model("nope")
 
 
-def test_vc_models_lists_them(capsys):
+def test_vc_models_lists_them_short_and_their_provenance_with_verbose(capsys):
+    default = get_model()
     assert main(["models"]) == 0
     out = capsys.readouterr().out
-    default = get_model()
-    assert out.startswith(f"{default.name}  (default)") and str(default.path) in out and "made by:" in out
+    assert out.startswith(f"{default.name}  (default)") and "scores:" in out
+    assert "made by:" not in out and len(out.splitlines()) <= 6 * len(list_models())
+    assert main(["models", "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert str(default.path) in out and "made by:" in out and "licence:" in out
 
 
 def test_vc_models_shows_the_scores_on_held_out_voices(capsys):

@@ -3,8 +3,6 @@ source's timeline; its teacher-forced output warped back onto the target's."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import soundfile as sf
@@ -107,16 +105,10 @@ def trained(tmp_path_factory):
     """(folder, config, experiment): DTW durations and a tiny frame-wise converter trained on them."""
     tmp = tmp_path_factory.mktemp("framewise")
     config = tiny_training_config(tmp)
-    config = dataclasses.replace(
-        config,
-        model=config.model.as_kind(
-            "framewise",
-            parallel_decoder_layers=2,
-            parallel_decoder_channels=8,
-            parallel_decoder_kernel=3,
-        ),
-        data=dataclasses.replace(config.data, durations=str(tmp / "durations.pt")),
-    )
+    config = config.with_overrides(
+        ["model.kind=framewise", "model.parallel_decoder_layers=2", "model.parallel_decoder_channels=8",
+         "model.parallel_decoder_kernel=3", f"data.durations={tmp / 'durations.pt'}"]
+    )  # fmt: skip
     (tmp / "framewise.yaml").write_text(dump_config(config))
     args = ["durations", "--dtw", "--config", str(tmp / "framewise.yaml"), "--no-progress"]
     args += ["--features-dir", config.data.cache_dir, "--out", str(tmp / "durations.pt")]

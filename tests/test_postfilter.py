@@ -11,11 +11,12 @@ import torch
 
 from tests.helpers import TINY_MELS, speech_like, tensorboard_scalars, write_pair_list
 from vc import Converter
+from vc.artifacts.companion import network_from_payload
 from vc.artifacts.export import export_model
 from vc.artifacts.postfilter import (
     COMPANION_NAME,
+    KIND,
     load_postfilter,
-    postfilter_from_payload,
     read_postfilter_payload,
     save_postfilter,
 )
@@ -95,7 +96,7 @@ def test_a_post_filter_file_from_before_source_reading_still_loads(tmp_path):
     save_postfilter(path, net, audio)
     payload = read_postfilter_payload(path)
     del payload["hparams"]["source_dim"]  # what files written before it hold
-    loaded = postfilter_from_payload(payload, path)
+    loaded = network_from_payload(payload, KIND.build, KIND.what, path)
     assert loaded.source_dim == 0
     logmel = torch.randn(1, 9, N_MELS)
     torch.testing.assert_close(loaded(logmel), net(logmel))
@@ -136,7 +137,7 @@ def test_save_load_round_trip_and_refusals(tmp_path):
     with pytest.raises(CheckpointError, match="not found"):
         load_postfilter(audio, None, tmp_path / "missing.pt")
     with pytest.raises(CheckpointError, match="not a usable post-filter"):
-        postfilter_from_payload({**read_postfilter_payload(path), "hparams": {}}, path)
+        network_from_payload({**read_postfilter_payload(path), "hparams": {}}, KIND.build, KIND.what, path)
 
 
 def test_converter_applies_the_companion_and_export_embeds_it(model_checkpoint, tmp_path):  # noqa: F811

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import soundfile as sf
@@ -33,18 +31,11 @@ def taught(tmp_path_factory):
     args = ["durations", "--checkpoint", str(teacher / "checkpoints" / "best.pt"), "--no-progress"]
     args += ["--features-dir", config.data.cache_dir, "--out", str(durations)]
     assert main([*args, config.data.train_list, config.data.dev_list]) == 0
-    student_config = dataclasses.replace(
-        config,
-        model=config.model.as_kind(
-            "nonautoregressive",
-            parallel_decoder_layers=2,
-            parallel_decoder_channels=8,
-            parallel_decoder_kernel=3,
-            duration_predictor_layers=1,
-            duration_predictor_channels=8,
-        ),
-        data=dataclasses.replace(config.data, durations=str(durations)),
-    )
+    student_config = config.with_overrides(
+        ["model.kind=nonautoregressive", "model.parallel_decoder_layers=2", "model.parallel_decoder_channels=8",
+         "model.parallel_decoder_kernel=3", "model.duration_predictor_layers=1",
+         "model.duration_predictor_channels=8", f"data.durations={durations}"]
+    )  # fmt: skip
     (tmp / "student.yaml").write_text(dump_config(student_config))
     student = tmp / "student"
     assert main(["train", "--config", str(tmp / "student.yaml"), "--out", str(student), "--no-progress"]) == 0

@@ -80,12 +80,6 @@ class ModelConfig:
                 if getattr(self, key) % 2 == 0:
                     raise ConfigError(f"model.{key} must be odd (to keep lengths), got {getattr(self, key)}")
 
-    def as_kind(self, kind: str, **values) -> ModelConfig:
-        """The settings of another kind: this one's shared settings (encoder, postnet), that kind's
-        defaults for its own, and ``values`` over both."""
-        shared = {key: getattr(self, key) for key in _shared_keys()}
-        return model_section(kind)(**{**shared, "kind": kind, **values})
-
 
 def model_section(kind: str) -> type[ModelConfig]:
     """The class of model.kind's section: its kind's ``config`` (vc/kinds/); a ConfigError listing the

@@ -40,7 +40,7 @@
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time limit; default: mel2linear.max_minutes of the model's config,
 #          6) --unseen_utts N (stage 8; default 100: all
-#          of ARCTIC's eval prompts, as fewer leave about +-8 WER points of noise)
+#          of ARCTIC's eval prompts: fewer leave much more noise, docs/ablation.md)
 #          --unseen_voices NAME,NAME|all (stage 8's voices; default TGT-as-source,festival-kal,flite-rms, the
 #          bundled model's held-out voices; all: every voice stage 8 makes, e.g. other ARCTIC speakers)
 #          --tts_voices yes (many-to-one: stage 0 also has local/tts_voices.py's TTS voices read the train
@@ -116,8 +116,8 @@ lists=("data.train_list=$train_data/train.tsv" "data.dev_list=$train_data/dev.ts
 # The source speaker's statistics and warp codebook come from its own pairs, not the other voices'.
 [ "$tts_voices" = no ] || lists+=("data.stats_list=$data/train.tsv")
 args=("${lists[@]}" "${overrides[@]+"${overrides[@]}"}")
-# The attention model (the teacher). Averaging the last snapshots narrows what the training seed does: five
-# runs scored 58.0-66.7 % WER from best.pt, 60.4-62.9 % averaged, at about the same mean (docs/ablation.md).
+# The attention model (the teacher). Averaging the last snapshots narrows what the training seed does
+# (docs/ablation.md, "Training seeds and checkpoint averaging").
 snapshot() { if [ "$average" -gt 0 ]; then echo "$1/checkpoints/averaged.pt"; else echo "$1/checkpoints/best.pt"; fi; }
 teacher=$(snapshot "$exp")
 # The model stages 4-8 use: the student when there is one, else the teacher.

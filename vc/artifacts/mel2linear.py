@@ -17,7 +17,6 @@ from vc.artifacts.companion import (
     CompanionKind,
     find_companion,
     load_companion,
-    network_from_payload,
     read_network_payload,
     save_network,
 )
@@ -50,19 +49,6 @@ def save_mel2linear(path: str | Path, net: Mel2Linear, audio: AudioConfig, info:
 def read_mel2linear_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """The saved dict of a network file (format checked), for loading or for embedding elsewhere."""
     return read_network_payload(path, KIND.marker, KIND.what, map_location)
-
-
-def mel2linear_from_payload(
-    payload: dict,
-    where: str | Path,
-    audio: AudioConfig | None = None,
-    map_location: str | torch.device = "cpu",
-) -> Mel2Linear:
-    """The network of a saved dict (a file's or one embedded in a model file) in eval mode, float32.
-
-    With ``audio``, refuse one trained under other audio settings; ``where`` names it in errors.
-    """
-    return network_from_payload(payload, KIND.build, KIND.what, where, audio, map_location)
 
 
 def find_mel2linear(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:

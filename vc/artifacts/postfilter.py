@@ -16,7 +16,6 @@ from vc.artifacts.companion import (
     CompanionKind,
     find_companion,
     load_companion,
-    network_from_payload,
     read_network_payload,
     save_network,
 )
@@ -41,16 +40,6 @@ def save_postfilter(
 def read_postfilter_payload(path: str | Path, map_location: str | torch.device = "cpu") -> dict:
     """The saved dict of a post-filter file (format checked), for loading or embedding."""
     return read_network_payload(path, KIND.marker, KIND.what, map_location)
-
-
-def postfilter_from_payload(
-    payload: dict,
-    where: str | Path,
-    audio: AudioConfig | None = None,
-    map_location: str | torch.device = "cpu",
-) -> MelPostfilter:
-    """The generator of a saved dict in eval mode, float32; with ``audio``, refuse other audio settings."""
-    return network_from_payload(payload, KIND.build, KIND.what, where, audio, map_location)
 
 
 def find_postfilter(checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:

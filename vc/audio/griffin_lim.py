@@ -56,11 +56,8 @@ def griffin_lim(
     has ``length - (frames - frame_lens[b]) * hop_length`` samples followed by
     zeros, exactly what the item alone would give.
 
-    Speed, measured with the first 8 ARCTIC eval utterances (true magnitudes,
-    32 iterations, timed interleaved with librosa 0.11; `bench/run.py --quick`
-    on an idle 2-core AMD EPYC, 2 torch threads): 6.3x / 5.8x faster than
-    librosa at batch 1 / 8, where a torch.stft / torch.istft loop was 1.3-1.8x
-    (an earlier measurement on a Xeon). The
+    Several times faster than librosa's (`python bench/run.py --sections
+    griffinlim` measures it; bench/README.md). The
     iterations run on signals, not spectrograms: momentum is linear and a
     consistent spectrogram is the STFT of a signal, so the extrapolation is
     taken on the overlap-added signal (a quarter of the spectrogram's size at
@@ -69,16 +66,15 @@ def griffin_lim(
     multiplication by a precomputed inverse envelope; the magnitude is imposed
     by one complex-by-real multiply with rsqrt(re^2 + im^2) (complex abs and sgn cost more
     than the FFTs). On a CPU a padded batch runs item by item on each item's
-    own frames: the same result, and a batch of 8 stays in cache (1.7x faster
-    per utterance than as one batch).
+    own frames: the same result, and a batch stays in cache (faster per
+    utterance than as one batch).
 
-    Measured on six ARCTIC utterances after 32 iterations, a phase-gradient
-    initial phase (PGHI; Prusa, Balazs, Sondergaard, IEEE/ACM TASLP 2017) takes
-    spectral convergence from 0.049-0.061 to 0.011-0.025 on true STFT
-    magnitudes, but only 3-10 % lower (0.105-0.131 -> 0.095-0.127) on
-    magnitudes rebuilt from mels, which are far from consistent; zero phase is
-    no better than random. PGHI's heap-ordered integration is sequential and
-    slower than the iterations themselves, so it is not offered here.
+    A phase-gradient initial phase (PGHI; Prusa, Balazs, Sondergaard, IEEE/ACM
+    TASLP 2017) helps on true STFT magnitudes but little on magnitudes rebuilt
+    from mels, which are far from consistent; zero phase is no better than
+    random; PGHI's heap-ordered integration is sequential and slower than the
+    iterations themselves, so it is not offered here (docs/ablation.md, "The
+    mel -> linear network").
 
     Shapes:
         magnitude: (B, n_fft // 2 + 1, frames) or (n_fft // 2 + 1, frames)
@@ -209,9 +205,8 @@ class _Stft:
         # magnitude / sqrt(tiny + re^2 + im^2), then one complex-by-real multiply in
         # place. Complex abs (hypot) costs more than the FFTs. Squaring the whole
         # contiguous real view, one add of its two halves, and scaling the complex
-        # tensor itself measured twice as fast as two addcmuls on the real and
-        # imaginary views plus a multiply of the real view (1 thread, 180 frames:
-        # 0.22 -> 0.11 ms beside the 0.12 ms FFT).
+        # tensor itself is faster than two addcmuls on the real and imaginary views
+        # plus a multiply of the real view (bench/run.py --sections griffinlim).
         squares = torch.view_as_real(spec).square()
         scale = torch.add(squares[..., 0], squares[..., 1]).add_(self.tiny).rsqrt_().mul_(magnitude)
         return spec.mul_(scale)
@@ -269,7 +264,7 @@ def _initial_phase(magnitude: torch.Tensor, init: str | torch.Tensor, generator)
 
 
 def _with_phase(magnitude: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
-    """magnitude * exp(i phase); torch.polar and a complex multiply cost 3-6x more on a CPU."""
+    """magnitude * exp(i phase); torch.polar and a complex multiply cost more on a CPU."""
     return torch.complex(magnitude * torch.cos(phase), magnitude * torch.sin(phase))
 
 

@@ -1,19 +1,19 @@
-"""`vc durations`: target frames per source step, from an attention model or DTW, for the
-non-autoregressive converter."""
+"""`vc durations`: target frames per source step, from DTW of each pair (the recipe's default), the
+transcripts' phones or an attention model, for the non-autoregressive and frame-wise converters."""
 
 from __future__ import annotations
 
 from vc.cli.common import add_command, add_overwrite
 
 DESCRIPTION = (
-    "Teacher-forced alignments of a trained attention model on every pair of the lists, "
-    "made monotonic and hard (attention centroids): integer durations per encoder step that sum to each "
-    "target's frames. "
-    "With --dtw instead, dynamic time warping of each pair's mel-cepstra gives them (no model needed); "
-    "with --phones, both recordings aligned to their transcript's phones (pocketsphinx's aligner, the "
-    "same acoustic model as the WER scorer's) and matched phone by phone. "
-    "Example: vc durations --checkpoint EXP/checkpoints/averaged.pt --features-dir EXP/features "
-    "--out EXP/durations.pt data/bdl_slt/train.tsv data/bdl_slt/dev.tsv"
+    "Integer durations per encoder step that sum to each target's frames, for every pair of the lists, "
+    "from one of: --dtw, dynamic time warping of each pair's mel-cepstra (no model needed; the recipe's "
+    "default); --phones, both recordings aligned to their transcript's phones (pocketsphinx's aligner, "
+    "the same acoustic model as the WER scorer's) and matched phone by phone; --checkpoint, the "
+    "teacher-forced alignments of a trained attention model, made monotonic and hard (attention "
+    "centroids). "
+    "Example: vc durations --dtw --config student --features-dir EXP/features "
+    "--out EXP/durations_dtw.pt data/bdl_slt/train.tsv data/bdl_slt/dev.tsv"
 )
 
 
@@ -21,7 +21,7 @@ def add_parser(commands) -> None:
     sub = add_command(
         commands,
         "durations",
-        "target frames per source step from an attention model, for the non-autoregressive converter",
+        "target frames per source step (DTW, the transcripts' phones or an attention model), for the converters",
         description=DESCRIPTION,
     )
     sub.add_argument(

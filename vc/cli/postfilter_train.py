@@ -44,7 +44,7 @@ def add_parser(commands) -> None:
         dest="adversarial",
         action="store_false",
         default=None,
-        help="L1 to the natural frames alone, no GAN: about 0.3 dB lower MCD, 2-6 WER points more",
+        help="L1 to the natural frames alone, no GAN: lower MCD, fewer words (docs/ablation.md)",
     )
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=run)

@@ -13,16 +13,8 @@ in explicitly, so one module serves any number of utterances at once.
     location_general  e_ij = s_i^T W h_j / sqrt(d) + v^T F f_ij
 f_ij are location features: a conv over the previous and cumulative alignments.
 
-Measured as the main job's attention model (conf/default.yaml, 14 minutes on a 2-core Xeon, one seed;
-docs/ablation.md, "The attention scorers"): every form reaches a diagonal alignment, but only the two
-with location features become sharp and keep words. Minutes to a diagonal, free-running focus at the
-end, WER of the 100 eval utterances:
-
-    location          3.9 min, focus 0.83, WER 79.6 %   the default
-    location_general  4.1 min, focus 0.79, WER 76.8 %   level with location (one seed)
-    general           5.3 min, focus 0.64, WER 86.9 %
-    dot               5.0 min, focus 0.26, WER 96.1 %   blurred: nearly unintelligible
-    content           7.4 min, focus 0.34, WER 96.6 %   blurred: nearly unintelligible
+Every form reaches a diagonal alignment, but only the two with location features become sharp and keep
+words; location is the default (docs/ablation.md, "The attention scorers", has each one's measured row).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ blurred. The generator learns L1 toward the natural frames plus a
 least-squares GAN loss and feature matching from a discriminator that tells
 natural from post-filtered patches; the first ``warmup_steps`` are L1 alone,
 and with ``adversarial=False`` (`--no-adversarial`) all of them are: the
-adversarial terms buy 2-6 WER points for about 0.3 dB MCD (two models,
-docs/ablation.md, "The post-filter reads the source").
+adversarial terms buy words for some MCD (docs/ablation.md, "The post-filter
+reads the source").
 
     vc postfilter-train data/bdl_slt/train.tsv --checkpoint EXP/checkpoints/best.pt \
         --out EXP/checkpoints/postfilter.pt
