@@ -198,17 +198,31 @@ def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path)
     fake.parent.mkdir()
     fake.write_text(FAKE_VC)
     fake.chmod(0o755)
-    calls = tmp_path / "calls.txt"
-    env = {**venv_env(), "PATH": f"{fake.parent}:{venv_env()['PATH']}", "VC_CALLS": str(calls)}
-    done = subprocess.run(
-        [str(RUN), "--work", str(tmp_path / "w"), "--stage", "3", "--stop_stage", "4"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    trainings = [line.split() for line in calls.read_text().splitlines() if "train" in line.split()[0]]
+    env = {**venv_env(), "PATH": f"{fake.parent}:{venv_env()['PATH']}"}
+
+    def stages_3_4(work: str, *options: str) -> list[list[str]]:
+        calls = tmp_path / f"{work}.calls"
+        done = subprocess.run(
+            [str(RUN), "--work", str(tmp_path / work), "--stage", "3", "--stop_stage", "4", *options],
+            env={**env, "VC_CALLS": str(calls)},
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return [line.split() for line in calls.read_text().splitlines()]
+
+    calls = stages_3_4("defaults")
+    trainings = [words for words in calls if "train" in words[0]]
     assert [words[0] for words in trainings] == ["train", "train", "mel2linear-train", "postfilter-train"]
     for words in trainings:
         settings = [w for w in words if "=" in w and not w.startswith("data.")]
         assert not settings and "--max-minutes" not in words, words
+    assert any("--phones" in words for words in calls)  # the labels of the config's phonetic loss
+    # the options override the configs, and --phonetic_weight 0 needs no phones
+    calls = stages_3_4(
+        "options", "--teacher_minutes", "5", "--phonetic_weight", "0", "--vocoder_minutes", "2"
+    )
+    teacher, student, vocoder, postfilter = (words for words in calls if words[0].endswith("train"))
+    assert "train.max_minutes=5" in teacher and "train.phonetic_weight=0" in student
+    assert vocoder[vocoder.index("--max-minutes") + 1] == "2" and "--max-minutes" not in postfilter
+    assert not any("--phones" in words for words in calls)

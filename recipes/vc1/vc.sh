@@ -47,13 +47,12 @@
 #          and dev prompts, and the models train on DATA_tts/, those pairs beside the source's; default no)
 #          --postfilter_minutes N (stage 4's post-filter time limit; default: postfilter.max_minutes, 6;
 #          0: no post-filter)
-# Every training setting the recipe uses by default is its config's (conf/*.yaml, vc/config.py): the
-# options above only override them.
 #          --average N (stage 3: average the last N snapshots; default 3; 0: use best.pt as it is)
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
 #          mixtures, default 16)
 # Trailing key=value arguments override the attention model's training config (e.g. train.max_minutes=5);
-# student.key=value ones the student's (e.g. student.train.max_minutes=5).
+# student.key=value ones the student's (e.g. student.train.max_minutes=5). Every training setting the
+# recipe uses by default is its config's (conf/*.yaml, vc/config.py): the options above only override them.
 set -euo pipefail
 
 stage=0
@@ -207,7 +206,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         # The phonetic loss (its weight is the student config's, or --phonetic_weight): its labels are the
         # phones of both recordings (vc durations --phones); --phonetic_weight 0 needs none.
         phonetic=()
-        if [ "$phonetic_weight" != 0 ]; then
+        if [ -z "$phonetic_weight" ] || [ "$(awk -v w="$phonetic_weight" 'BEGIN { print (w > 0) }')" = 1 ]; then
             if [ ! -f "$exp/phones.json" ]; then
                 echo "=== stage 3: the transcripts' phones for the phonetic loss ($(date '+%H:%M:%S'))"
                 align_phones stage3_phones
