@@ -29,7 +29,6 @@ from benchlib import Setup, list_pairs
 
 INPUT_SECONDS = 3.0
 CLIENTS = (1, 4, 16)
-EXTRA: list[str] = []  # more `vc serve` options
 
 
 def multipart(audio: bytes) -> tuple[bytes, str]:
@@ -130,13 +129,14 @@ def burst(url: str, pid: int, clients: int, audio: bytes) -> dict:
 
 def longest(setup: Setup, seconds: float = 119.0) -> bytes:
     """Eval sources joined up to ``seconds``, as FLAC."""
-    waves = []
+    waves, rate = [], None
     for pair in list_pairs(setup, "eval", 100):
-        waves.append(sf.read(pair.source, dtype="float32")[0])
-        if sum(map(len, waves)) >= seconds * 16000:
+        wave, rate = sf.read(pair.source, dtype="float32")
+        waves.append(wave)
+        if sum(map(len, waves)) >= seconds * rate:
             break
     out = io.BytesIO()
-    sf.write(out, np.concatenate(waves)[: int(seconds * 16000)], 16000, format="FLAC")
+    sf.write(out, np.concatenate(waves)[: int(seconds * rate)], rate, format="FLAC")
     return out.getvalue()
 
 
@@ -144,7 +144,7 @@ def start_server() -> tuple[subprocess.Popen, str, float]:
     """`vc serve --port 0` in a new process; its URL and the seconds until the page answered."""
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "vc.cli", "serve", "--port", "0", *EXTRA],
+        [sys.executable, "-m", "vc.cli", "serve", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -13,7 +13,7 @@ file under --models, and hear source and conversion side by side; the HTTP API u
 Bound to 127.0.0.1 (the default), it answers only requests addressed to localhost, 127.0.0.1 or [::1]
 (and the names given with --allow-host): a web page cannot reach it through another name (DNS rebinding).
 At most --max-active requests hold their upload (one converts at a time) and --max-queue more wait; the
-rest get a 503. Memory at the defaults: under 1 GB (the README's "Serving" section).
+rest get a 503. Memory at the defaults: about 600 MB (the README's `vc serve` section).
 Needs the serve extra: pip install 'vc-tacotron[serve]'.
 
 example:

@@ -29,8 +29,12 @@ class PhoneClassifier(nn.Module):
 
     def forward(self, mels: torch.Tensor) -> torch.Tensor:
         """(B, T, n_mels) -> (B, T, n_phones) logits."""
+        return self.out(self.hidden(mels))
+
+    def hidden(self, mels: torch.Tensor) -> torch.Tensor:
+        """(B, T, n_mels) -> (B, T, channels): the last layer before the phone logits."""
         x = mels
         for conv, norm in zip(self.convs, self.norms, strict=True):
             x = norm(torch.relu(conv(x.transpose(1, 2))).transpose(1, 2))
             x = dropout(x, self.dropout, self.training)
-        return self.out(x)
+        return x

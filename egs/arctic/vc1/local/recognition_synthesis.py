@@ -126,10 +126,8 @@ def train_crops(net, inputs, targets, minutes: float, seed: int, crop: int = 128
 @torch.no_grad()
 def content(recognizer, mel: torch.Tensor, kind: str) -> torch.Tensor:
     """(T, n_mels) normalised -> (T, D) posteriors or the last hidden layer."""
-    x = mel[None]
-    for conv, norm in zip(recognizer.convs, recognizer.norms, strict=True):
-        x = norm(torch.relu(conv(x.transpose(1, 2))).transpose(1, 2))
-    return (x if kind == "bottleneck" else recognizer.out(x).softmax(-1))[0]
+    hidden = recognizer.hidden(mel[None])
+    return (hidden if kind == "bottleneck" else recognizer.out(hidden).softmax(-1))[0]
 
 
 def speaker_probe(
