@@ -17,7 +17,7 @@ from vc.config import ModelConfig
 from vc.errors import ConfigError
 from vc.kinds import KINDS, ModelKind, build_model, get_kind
 from vc.model.layers import make_pad_mask
-from vc.training.trainer import Trainer, train
+from vc.training.trainer import model_loop, train
 
 
 class FrameOutput(NamedTuple):
@@ -89,10 +89,10 @@ def test_a_registered_kind_trains_checkpoints_resumes_and_converts(tmp_path, toy
     train(config, out, progress=False)
     assert [p.name for p in step_checkpoints(out / "checkpoints")] == ["step0000003.pt"]
     longer = dataclasses.replace(config, train=dataclasses.replace(config.train, max_steps=6))
-    trainer = Trainer(longer, out, resume=True, progress=False)
-    assert trainer.step == 3
-    trainer.fit()
-    trainer.close()
+    loop = model_loop(longer, out, resume=True, progress=False)
+    assert loop.step == 3
+    loop.run()
+    loop.job.close()
     payload = load_checkpoint(out / "checkpoints" / "step0000006.pt")
     assert payload["config"]["model"]["kind"] == "toy" and set(payload["model"]) == {
         "proj.weight",

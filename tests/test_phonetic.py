@@ -16,7 +16,7 @@ from vc.model.phone_classifier import PhoneClassifier
 from vc.training.data import load_features
 from vc.training.durations import extract_dtw_durations
 from vc.training.phonetic import MARKER, PHONES, frame_labels, train_phone_classifier
-from vc.training.trainer import Trainer, train
+from vc.training.trainer import model_loop, train
 
 
 def test_frames_take_the_phone_they_fall_in_and_silence_elsewhere():
@@ -99,10 +99,10 @@ def test_training_with_the_phonetic_loss_logs_it_and_keeps_its_classifier(phonet
     longer = dataclasses.replace(
         phonetic_config, train=dataclasses.replace(phonetic_config.train, max_steps=8)
     )
-    trainer = Trainer(longer, out, resume=True, progress=False)  # the same classifier, not a new one
+    loop = model_loop(longer, out, resume=True, progress=False)  # the same classifier, not a new one
     assert (out / "phone_classifier.pt").stat().st_mtime_ns == before
-    assert trainer.loss_extras["critic"].out.weight.equal(saved["model"]["out.weight"])
-    trainer.close()
+    assert loop.job.loss_extras["critic"].out.weight.equal(saved["model"]["out.weight"])
+    loop.job.close()
 
 
 def test_without_the_phonetic_loss_no_term_is_logged(phonetic_config, tmp_path):
@@ -120,13 +120,13 @@ def test_the_phonetic_loss_needs_labels_and_a_converter(phonetic_config, tmp_pat
         phonetic_config, data=dataclasses.replace(phonetic_config.data, phones="")
     )
     with pytest.raises(ConfigError, match="needs data.phones"):
-        Trainer(no_phones, tmp_path / "a", progress=False)
+        model_loop(no_phones, tmp_path / "a", progress=False)
     attention = dataclasses.replace(phonetic_config, model=tiny_config())
     with pytest.raises(ConfigError, match="not model.kind attention"):
-        Trainer(attention, tmp_path / "b", progress=False)
+        model_loop(attention, tmp_path / "b", progress=False)
     (tmp_path / "partial.json").write_text(json.dumps({"utt0": {"source": [], "target": []}}))
     partial = dataclasses.replace(
         phonetic_config, data=dataclasses.replace(phonetic_config.data, phones=str(tmp_path / "partial.json"))
     )
     with pytest.raises(DataError, match="has no phones of utt1"):
-        Trainer(partial, tmp_path / "c", progress=False)
+        model_loop(partial, tmp_path / "c", progress=False)

@@ -183,7 +183,7 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     assert "post-filter:" in capsys.readouterr().out
     info = read_postfilter_payload(out)["info"]
     assert info["steps"] == 3 and info["pairs"] == 2 and info["valid_pairs"] == 1
-    assert tensorboard_scalars(tmp_path / "tensorboard" / "postfilter")["postfilter/valid_l1"] == [0, 3]
+    assert tensorboard_scalars(tmp_path / "tensorboard" / "postfilter")["valid/l1"] == [0, 3]
     options = PostfilterConfig(
         max_steps=3, warmup_steps=1, batch_size=2, crop_frames=8, valid_files=1, channels=8
     )

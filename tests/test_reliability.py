@@ -23,7 +23,7 @@ from vc.errors import CheckpointError, TrainingError, WriteError
 from vc.fileio import atomic_save, atomic_write_text
 from vc.training.nonfinite import NonFiniteGuard
 from vc.training.postfilter import train_postfilter
-from vc.training.trainer import Trainer
+from vc.training.trainer import model_loop
 
 WRITE_ERRORS = [errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EIO]
 
@@ -138,11 +138,11 @@ def test_a_non_finite_loss_skips_that_update_and_training_goes_on(tmp_path, monk
 
     monkeypatch.setattr(AttentionKind, "losses", losses)
     config = tiny_training_config(tmp_path)
-    trainer = Trainer(config, tmp_path / "exp", progress=False)
-    trainer.fit()
-    trainer.close()
-    assert trainer.step == 6 and trainer.guard.skipped == 1
-    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    loop = model_loop(config, tmp_path / "exp", progress=False)
+    loop.run()
+    loop.job.close()
+    assert loop.step == 6 and loop.guard.skipped == 1
+    assert all(torch.isfinite(p).all() for p in loop.job.model.parameters())
     assert tensorboard_scalars(tmp_path / "exp" / "tensorboard")["train/opt/skipped_updates"][:2] == [1, 2]
 
 

@@ -12,7 +12,8 @@ from tests.helpers import tiny_training_config
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.config import AudioConfig, Config, ConfigError
 from vc.training.selection import log_mel_cepstrum, mel_cepstral_distance
-from vc.training.trainer import resumed_best_score, train
+from vc.training.loop import resumed_best_score
+from vc.training.trainer import train
 
 AUDIO = AudioConfig()  # log10 of mel magnitudes
 
@@ -51,7 +52,7 @@ def test_timing_and_level_do_not_count_but_spectral_shape_does():
 
 
 def test_free_running_selection_keeps_the_checkpoint_with_the_lowest_distance(tmp_path, caplog):
-    caplog.set_level("INFO", logger="vc.training.trainer")
+    caplog.set_level("INFO", logger="vc.training.loop")
     config = tiny_training_config(tmp_path, select_by="free_running", select_utterances=2)
     out = tmp_path / "exp"
     train(config, out, progress=False)

@@ -16,7 +16,7 @@ from vc.cli import main
 from vc.config import dump_config, load_config
 from vc.errors import DataError
 from vc.training.data import load_features
-from vc.training.trainer import Trainer
+from vc.training.trainer import model_loop
 
 
 @pytest.fixture(scope="module")
@@ -146,10 +146,10 @@ def test_an_untrained_student_speaks_at_the_mean_rate(taught):
     """The duration predictor starts at log(1 + the mean frames per step), not at zero frames."""
     tmp, config, _ = taught
     student_config = load_config(tmp / "student.yaml", ["train.max_steps=1"])
-    trainer = Trainer(student_config, tmp / "untrained", progress=False)
+    loop = model_loop(student_config, tmp / "untrained", progress=False)
     try:
         durations = load_durations(tmp / "durations.pt", config.model.encoder_reduction_factor)
         rate = torch.cat([d.float() for d in durations.values()]).mean()
-        assert trainer.model.duration_predictor.out.bias.item() == pytest.approx(torch.log1p(rate).item())
+        assert loop.job.model.duration_predictor.out.bias.item() == pytest.approx(torch.log1p(rate).item())
     finally:
-        trainer.close()
+        loop.job.close()

@@ -21,7 +21,7 @@ from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint, step_check
 from vc.cli import main
 from vc.config import Config, dump_config
 from vc.errors import CheckpointError
-from vc.training.trainer import Trainer, learning_rate_factor, train
+from vc.training.trainer import model_loop, learning_rate_factor, train
 
 
 def test_training_logs_alignment_figures_evolution_and_scalars(tmp_path):
@@ -88,7 +88,7 @@ def test_resume_ends_with_the_same_weights_as_an_uninterrupted_run(tmp_path):
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
     config = tiny_training_config(tmp_path)
     with pytest.raises(CheckpointError, match="no stepNNNNNNN.pt checkpoint"):
-        Trainer(config, tmp_path / "empty", resume=True, progress=False)
+        model_loop(config, tmp_path / "empty", resume=True, progress=False)
 
 
 def test_init_from_starts_at_step_0_from_another_runs_weights(tmp_path):
@@ -96,12 +96,12 @@ def test_init_from_starts_at_step_0_from_another_runs_weights(tmp_path):
     train(config, tmp_path / "first", progress=False)
     start = tmp_path / "first" / "checkpoints" / "step0000006.pt"
     tuned = dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=str(start)))
-    trainer = Trainer(tuned, tmp_path / "tuned", progress=False)
-    assert trainer.step == 0
+    loop = model_loop(tuned, tmp_path / "tuned", progress=False)
+    assert loop.step == 0
     weights = load_checkpoint(start)["model"]
-    for name, value in trainer.model.state_dict().items():
+    for name, value in loop.job.model.state_dict().items():
         assert torch.equal(value, weights[name]), name
-    fresh = Trainer(config, tmp_path / "fresh", progress=False).model.state_dict()
+    fresh = model_loop(config, tmp_path / "fresh", progress=False).job.model.state_dict()
     assert any(not torch.equal(fresh[n], weights[n]) for n in weights)
 
 
@@ -114,7 +114,7 @@ def test_init_from_a_checkpoint_of_another_model_shape_is_a_clear_error(tmp_path
         config, model=other, train=dataclasses.replace(config.train, init_from=str(start))
     )
     with pytest.raises(CheckpointError, match="train.init_from .* does not fit this config's model"):
-        Trainer(tuned, tmp_path / "tuned", progress=False)
+        model_loop(tuned, tmp_path / "tuned", progress=False)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "foreign", "folder", "missing"])
@@ -184,12 +184,12 @@ def _ddp_worker(rank: int, world_size: int, port: int, config: Config, out: str)
         WORLD_SIZE=str(world_size),
     )
     torch.set_num_threads(1)
-    trainer = Trainer(config, out, progress=False)
-    trainer.fit()
+    loop = model_loop(config, out, progress=False)
+    loop.run()
     # Parameters, not buffers: DDP broadcasts batch-norm running statistics from
     # rank 0 at each forward, so after the last step each rank holds its own.
-    torch.save(dict(trainer.model.named_parameters()), Path(out) / f"weights_rank{rank}.pt")
-    trainer.close()
+    torch.save(dict(loop.job.model.named_parameters()), Path(out) / f"weights_rank{rank}.pt")
+    loop.job.close()
     torch.distributed.destroy_process_group()
 
 
@@ -201,7 +201,7 @@ def test_ddp_two_gloo_processes_end_with_identical_weights(tmp_path):
     results = [torch.load(out / f"weights_rank{r}.pt") for r in range(2)]
     for name in results[0]:
         torch.testing.assert_close(results[0][name], results[1][name], rtol=0, atol=0, msg=name)
-    start = dict(Trainer(config, tmp_path / "fresh", progress=False).model.named_parameters())
+    start = dict(model_loop(config, tmp_path / "fresh", progress=False).job.model.named_parameters())
     assert any(not torch.equal(start[n], results[0][n]) for n in start)
 
 
@@ -264,10 +264,10 @@ def test_resume_falls_back_past_a_damaged_newest_checkpoint_and_keeps_it(tmp_pat
     assert newest.name == "step0000006.pt"
     damaged = newest.read_bytes()[:700]
     newest.write_bytes(damaged)  # a disk that filled mid-copy
-    with caplog.at_level("WARNING", logger="vc.training.trainer"):
-        trainer = Trainer(config, tmp_path / "exp", resume=True, progress=False)
-    trainer.close()
-    assert trainer.step == 3
+    with caplog.at_level("WARNING", logger="vc.training.loop"):
+        loop = model_loop(config, tmp_path / "exp", resume=True, progress=False)
+    loop.job.close()
+    assert loop.step == 3
     assert (
         "skipping damaged step0000006.pt" in caplog.text and "kept as step0000006.pt.damaged" in caplog.text
     )
@@ -275,7 +275,7 @@ def test_resume_falls_back_past_a_damaged_newest_checkpoint_and_keeps_it(tmp_pat
     for path in step_checkpoints(folder):
         path.write_bytes(b"garbage")
     with pytest.raises(CheckpointError, match="every checkpoint in .* is damaged"):
-        Trainer(config, tmp_path / "exp", resume=True, progress=False)
+        model_loop(config, tmp_path / "exp", resume=True, progress=False)
 
 
 def test_training_progress_in_a_log_is_plain_lines(tmp_path, caplog, capsys, monkeypatch):
@@ -313,10 +313,10 @@ def test_a_many_voice_list_keeps_the_source_speakers_statistics_and_codebook(tmp
         "many, stats_list": [many, f"data.stats_list={tmp_path / 'train.tsv'}"],
         "many": [many],
     }.items():
-        trainer = Trainer(config.with_overrides(overrides), tmp_path / name, progress=False)
-        assert len(trainer.train_set) == (8 if overrides else 4)
-        found[name] = (trainer.src_stats.mean, trainer.source_codebook.centroids)
-        trainer.close()
+        loop = model_loop(config.with_overrides(overrides), tmp_path / name, progress=False)
+        assert len(loop.job.train_set) == (8 if overrides else 4)
+        found[name] = (loop.job.src_stats.mean, loop.job.source_codebook.centroids)
+        loop.job.close()
     for ours, theirs in zip(found["many, stats_list"], found["speaker only"], strict=True):
         np.testing.assert_array_equal(ours, theirs)
     assert not np.allclose(found["many"][0], found["speaker only"][0], atol=1e-3)
@@ -342,9 +342,9 @@ def test_linear_decay_follows_the_steps_in_a_run(tmp_path):
 def test_a_time_budget_sets_the_spent_fraction_and_ends_training(tmp_path):
     config = tiny_training_config(tmp_path, max_minutes=1.0)
     config.train = dataclasses.replace(config.train, max_steps=1000)
-    trainer = Trainer(config, tmp_path / "exp", progress=False)
-    trainer.started = time.monotonic() - 30
-    assert not trainer._should_stop() and trainer.budget_spent == pytest.approx(0.5, abs=0.01)
-    trainer.started -= 31
-    assert trainer._should_stop() and trainer.budget_spent == 1.0
-    trainer.close()
+    loop = model_loop(config, tmp_path / "exp", progress=False)
+    loop.started = time.monotonic() - 30
+    assert not loop._should_stop() and loop.spent == pytest.approx(0.5, abs=0.01)
+    loop.started -= 31
+    assert loop._should_stop() and loop.spent == 1.0
+    loop.job.close()

@@ -1,7 +1,7 @@
 """Self-contained checkpoints, written atomically, loaded with one-line errors.
 
 A checkpoint holds everything needed to convert with it or to resume from it:
-model, optimizer, scheduler and AMP scaler states, the step, RNG states, the
+model, optimizer and AMP scaler states, the step, RNG states, the
 resolved config, the feature statistics and the package version. Only plain
 types and tensors go in, so it loads with ``weights_only=True``.
 """

@@ -1,6 +1,6 @@
 """Inference-only model files: what a trained run ships (`vc export`, the bundled models).
 
-A training checkpoint carries the optimizer, scheduler, scaler and RNG states
+A training checkpoint carries the optimizer, scaler and RNG states
 needed to resume (about three times the weights). An exported file keeps what
 conversion needs: the model weights (fp16 by default: half the size, and the
 converted audio is the same to a listener; the weights are cast back to

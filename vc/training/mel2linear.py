@@ -29,12 +29,15 @@ from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio
 from vc.config import AudioConfig, Mel2LinearConfig
 from vc.errors import DataError
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
+from vc.model.layers import make_pad_mask
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.pairs import read_pair_list
-from vc.progress import progress as show_progress
-from vc.training.budget import Budget, seconds_left  # `progress` is a parameter name here
+from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.training.budget import seconds_left
+from vc.training.data import random_crops
+from vc.training.loop import Job, Loop, Update
 from vc.training.monitor import LOG_EVERY, companion_writer
-from vc.training.nonfinite import NonFiniteGuard, all_finite, companion_advice
+from vc.training.nonfinite import companion_advice
 
 log = logging.getLogger(__name__)
 
@@ -77,26 +80,9 @@ def extract(
     return items
 
 
-def _crop_batch(items, batch_size: int, crop: int, rng: random.Random):
-    """Random crops of ``crop`` frames (shorter items whole, padded): (mel, mag, lens)."""
-    chosen = [items[rng.randrange(len(items))] for _ in range(batch_size)]
-    mels, mags, lens = [], [], []
-    for mel, mag in chosen:
-        start = rng.randrange(max(1, len(mel) - crop + 1))
-        mels.append(mel[start : start + crop])
-        mags.append(mag[start : start + crop].float())
-        lens.append(len(mels[-1]))
-    pad = torch.nn.utils.rnn.pad_sequence
-    return pad(mels, batch_first=True), pad(mags, batch_first=True), torch.tensor(lens)
-
-
 def _keep(pred: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
     """(B, T, 1) 1 on valid frames, 0 on padding."""
-    return (
-        (torch.arange(pred.shape[1], device=lens.device)[None, :] < lens[:, None])
-        .unsqueeze(-1)
-        .to(pred.dtype)
-    )
+    return (~make_pad_mask(lens, pred.shape[1])).unsqueeze(-1).to(pred.dtype)
 
 
 def masked_l1(pred: torch.Tensor, target: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
@@ -177,18 +163,16 @@ def train_mel2linear(
     pick = torch.randperm(len(frames))[:200_000]
     fit_linear(net, frames[pick], torch.cat([mag for _, mag in train_items])[pick].float())
     del frames
-    start_db = validation_db(net, valid_items)
-    log.info(
-        "%d training, %d validation items; before training: %.2f dB",
-        len(train_items),
-        len(valid_items),
-        start_db,
-    )
+    job = Mel2LinearJob(net, train_items, valid_items, options, companion_writer(out, "mel2linear"))
     # The time limit covers feature extraction too; what is left of it trains (at least a second).
-    budget = seconds_left(options.max_minutes, started)
-    with closing(companion_writer(out, "mel2linear")) as writer:
-        writer.add_scalar("mel2linear/valid_db", start_db, 0)
-        steps, best_db = _optimise(net, train_items, valid_items, options, budget, start_db, progress, writer)
+    seconds = seconds_left(options.max_minutes, started)
+    loop = Loop(
+        job, max_steps=options.max_steps, max_minutes=0 if math.isinf(seconds) else seconds / 60,
+        eval_every=options.valid_every, log_every=LOG_EVERY, evaluate_first=True, progress=progress,
+    )  # fmt: skip
+    with closing(job.writer):
+        steps = loop.run()
+    start_db, best_db = job.scores[0], loop.best_score
     info = dict(
         files=len(files) - valid_count, valid_files=valid_count, steps=steps, minutes=(time.monotonic() - started) / 60,
         valid_db=best_db, linear_db=start_db, predicted_mels=checkpoint is not None,
@@ -205,61 +189,65 @@ def train_mel2linear(
     return info
 
 
-def _optimise(
-    net,
-    train_items,
-    valid_items,
-    options: Mel2LinearConfig,
-    budget: float,
-    best_db: float,
-    progress: bool,
-    writer,
-):
-    """AdamW on random crops until max_steps or ``budget`` seconds; leaves the best validated state in ``net``.
-    TensorBoard (``writer``): the training loss and learning rate, and the validation dB at each validation."""
-    rng = random.Random(options.seed)
-    best_state = {k: v.clone() for k, v in net.state_dict().items()}
-    optimizer = torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=0.0)
-    guard = NonFiniteGuard(what="mel -> linear training")
-    advice = companion_advice("mel2linear", options.learning_rate)
-    limit, step = Budget(options.max_steps, budget), 0
-    # With a time limit the step count is not known in advance: no total, no misleading time left.
-    total = options.max_steps if math.isinf(budget) else None
-    bar = show_progress(total=total, desc="mel2linear", unit="step", disable=not progress)
-    while (done := limit.spent(step)) < 1.0:
-        for group in optimizer.param_groups:  # short warmup, then cosine to zero over steps or time
-            group["lr"] = (
-                options.learning_rate * min(1.0, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * done))
+class Mel2LinearJob(Job):
+    """AdamW on random crops, a short warmup then cosine to zero over the budget; the network with the
+    lowest validation dB (the linear fit at step 0 included) is kept."""
+
+    name = "mel -> linear training"
+    select_by = "valid_db"
+    score_label = "validation dB"
+    shown = (("loss", "loss/total"),)
+
+    def __init__(self, net: Mel2Linear, train_items, valid_items, options: Mel2LinearConfig, writer):
+        self.net, self.train_items, self.valid_items = net, train_items, valid_items
+        self.options, self.writer = options, writer
+        self.rng = random.Random(options.seed)
+        self.optimizers = {
+            "model": torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=0.0)
+        }
+        self.grad_clip = {"model": 1.0}
+        self.scores: dict[int, float] = {}
+
+    def batches(self, step: int):
+        while True:
+            crops = random_crops(
+                self.train_items, self.options.batch_size, self.options.crop_frames, self.rng
             )
-        mel, mag, lens = _crop_batch(train_items, options.batch_size, options.crop_frames, rng)
-        pred = net(mel, lens)
-        loss = masked_l1(pred, mag, lens)
-        if options.spectral_convergence_weight > 0:
-            loss = loss + options.spectral_convergence_weight * spectral_convergence_loss(pred, mag, lens)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-        finite = all_finite(loss, grad_norm)
-        if finite:
-            optimizer.step()
-        step += 1
-        guard.skip(step, finite, advice)
-        bar.update(1)
-        if step % LOG_EVERY == 0:
-            writer.add_scalar("mel2linear/loss", loss.item(), step)
-            writer.add_scalar("mel2linear/learning_rate", optimizer.param_groups[0]["lr"], step)
-        if step % options.valid_every == 0 or step == options.max_steps:
-            db = validation_db(net, valid_items)
-            writer.add_scalar("mel2linear/valid_db", db, step)
-            bar.set_postfix(loss=f"{loss.item():.3f}", valid_db=f"{db:.2f}")
-            if db < best_db:
-                best_db, best_state = db, {k: v.clone() for k, v in net.state_dict().items()}
-    bar.close()
-    db = validation_db(net, valid_items)
-    if db < best_db:
-        best_db, best_state = db, net.state_dict()
-    net.load_state_dict(best_state)
-    return step, best_db
+            pad = torch.nn.utils.rnn.pad_sequence
+            mels, mags = zip(*crops, strict=True)
+            yield (
+                pad(mels, batch_first=True),
+                pad([m.float() for m in mags], batch_first=True),
+                torch.tensor([len(m) for m in mels]),
+            )
+
+    def updates(self, batch, step: int):
+        mel, mag, lens = batch
+        pred = self.net(mel, lens)
+        l1 = masked_l1(pred, mag, lens)
+        loss = l1
+        if self.options.spectral_convergence_weight > 0:
+            loss = loss + self.options.spectral_convergence_weight * spectral_convergence_loss(
+                pred, mag, lens
+            )
+        yield Update(loss, stats={"total": loss, "l1": l1})
+
+    def learning_rate_factor(self, step: int, spent: float) -> float:
+        return min(1.0, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * spent))
+
+    def evaluate(self, step: int) -> float:
+        db = self.scores[step] = validation_db(self.net, self.valid_items)
+        self.writer.add_scalar("valid/db", db, step)
+        if step == 0:
+            log.info("%d training, %d validation items; before training: %.2f dB",
+                     len(self.train_items), len(self.valid_items), db)  # fmt: skip
+        return db
+
+    def networks(self) -> dict[str, torch.nn.Module]:
+        return {"model": self.net}
+
+    def advice(self) -> str:
+        return companion_advice("mel2linear", self.options.learning_rate)
 
 
 def predicted_mels(

@@ -76,10 +76,6 @@ class Monitor:
         vocoder = GriffinLimVocoder(config.audio, config.vocoder).to(device)
         self.views = DevViews(self.writer, vocoder, tgt_stats, config, self._evolution)
 
-    def log_train(self, step: int, stats: dict[str, float]) -> None:
-        for name, value in stats.items():
-            self.writer.add_scalar(f"train/{name}", value, step)
-
     @torch.no_grad()
     def evaluate(self, model: torch.nn.Module, dev_set: ParallelDataset, step: int) -> float:
         """Log the dev views and return the score that train.select_by ranks checkpoints by (lower wins).

@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import random
 import time
+from contextlib import closing
 from pathlib import Path
 
 import torch
@@ -30,6 +32,9 @@ from vc.config import Config
 from vc.errors import ConfigError, DataError
 from vc.kinds.losses import IGNORE, phonetic_loss
 from vc.model.phone_classifier import PhoneClassifier
+from vc.training.data import random_crops
+from vc.training.loop import Job, Loop, Update
+from vc.training.monitor import EventWriter
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +77,46 @@ def load_frame_labels(path: str | Path, features, frame_seconds: float) -> dict[
     }
 
 
+class PhoneClassifierJob(Job):
+    """Cross-entropy of the frame labels on random crops (labels IGNORE on padding), AdamW."""
+
+    name = "phone classifier training"
+    select_by = "frame_error"
+    select_best = False
+    shown = (("loss", "loss/phonetic"),)
+
+    def __init__(self, classifier, train, dev, seed: int, device, crop: int, batch_size: int, writer=None):
+        self.classifier, self.train, self.dev, self.device = classifier, train, dev, device
+        self.crop, self.batch_size, self.writer = crop, batch_size, writer
+        self.rng = random.Random(seed)
+        self.optimizers = {"model": torch.optim.AdamW(classifier.parameters(), lr=1e-3, weight_decay=1e-4)}
+        self.grad_clip = {"model": None}
+        self.accuracy = math.nan
+
+    def batches(self, step: int):
+        pad = torch.nn.utils.rnn.pad_sequence
+        while True:
+            mels, labels = zip(*random_crops(self.train, self.batch_size, self.crop, self.rng), strict=True)
+            yield (
+                pad(mels, batch_first=True).to(self.device),
+                pad(labels, batch_first=True, padding_value=IGNORE).to(self.device),
+            )
+
+    def updates(self, batch, step: int):
+        self.classifier.train()
+        loss = phonetic_loss(self.classifier, *batch)
+        yield Update(loss, stats={"phonetic": loss})
+
+    def evaluate(self, step: int) -> float:
+        self.accuracy = frame_accuracy(self.classifier, self.dev, self.device)
+        if self.writer is not None:
+            self.writer.add_scalar("valid/frame_accuracy", self.accuracy, step)
+        return 1.0 - self.accuracy
+
+    def networks(self) -> dict[str, torch.nn.Module]:
+        return {"model": self.classifier}
+
+
 def train_phone_classifier(
     train: list[tuple[torch.Tensor, torch.Tensor]],
     dev: list[tuple[torch.Tensor, torch.Tensor]],
@@ -81,40 +126,32 @@ def train_phone_classifier(
     crop: int = 128,
     batch_size: int = 32,
     max_steps: int = 20_000,
+    amp: bool = False,
+    writer=None,
+    progress: bool = False,
 ) -> tuple[PhoneClassifier, float]:
     """A classifier trained on (normalised mels (T, n_mels), labels (T,)) pairs for max_minutes (or
-    max_steps), frozen; and its frame accuracy on ``dev``."""
-    generator = torch.Generator().manual_seed(seed)
+    max_steps) in the one loop, frozen; and its frame accuracy on ``dev``."""
     torch.manual_seed(seed)
-    n_mels = train[0][0].shape[1]
-    classifier = PhoneClassifier(n_mels, len(PHONES)).to(device)
-    optimizer = torch.optim.AdamW(classifier.parameters(), lr=1e-3, weight_decay=1e-4)
+    classifier = PhoneClassifier(train[0][0].shape[1], len(PHONES)).to(device)
+    job = PhoneClassifierJob(classifier, train, dev, seed, device, crop, batch_size, writer)
     start = time.monotonic()
-    step = 0
-    classifier.train()
-    while step < max_steps and time.monotonic() - start < max_minutes * 60:
-        picks = torch.randint(len(train), (batch_size,), generator=generator).tolist()
-        mels, labels = [], []
-        for k in picks:
-            mel, label = train[k]
-            offset = int(torch.randint(max(1, len(mel) - crop + 1), (1,), generator=generator))
-            piece = slice(offset, offset + crop)
-            mels.append(mel[piece])
-            labels.append(label[piece])
-        mels = torch.nn.utils.rnn.pad_sequence(mels, batch_first=True).to(device)
-        labels = torch.nn.utils.rnn.pad_sequence(labels, batch_first=True, padding_value=IGNORE).to(device)
-        loss = phonetic_loss(classifier, mels, labels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        step += 1
+    loop = Loop(
+        job,
+        max_steps=max_steps,
+        max_minutes=max_minutes,
+        log_every=50,
+        amp=amp,
+        device=device,
+        progress=progress,
+    )
+    step = loop.run()
     classifier.eval().requires_grad_(False)
-    accuracy = frame_accuracy(classifier, dev, device)
     log.info(
         "phone classifier: %d steps in %.1f min, frame accuracy on the dev targets %.1f %%",
-        step, (time.monotonic() - start) / 60, 100 * accuracy,
+        step, (time.monotonic() - start) / 60, 100 * job.accuracy,
     )  # fmt: skip
-    return classifier, accuracy
+    return classifier, job.accuracy
 
 
 @torch.no_grad()
@@ -132,7 +169,7 @@ MARKER = "vc-phone-classifier"
 
 
 def phone_critic(
-    config: Config, train_targets, dev_targets, path: Path, device: torch.device
+    config: Config, train_targets, dev_targets, path: Path, device: torch.device, progress: bool = False
 ) -> PhoneClassifier:
     """The frozen classifier of a run: the one saved at ``path`` (a resumed run), else one trained now
     on the (normalised target mels, labels) pairs and saved there (vc/artifacts/companion.py's format)."""
@@ -145,9 +182,11 @@ def phone_critic(
         return classifier.requires_grad_(False)
     if not train_targets:
         raise ConfigError("train.phonetic_weight needs training pairs with phone labels (data.phones)")
-    classifier, accuracy = train_phone_classifier(
-        train_targets, dev_targets, config.train.phonetic_minutes, config.train.seed, device
-    )
+    with closing(EventWriter(path.parent / "tensorboard" / "phone_classifier")) as writer:
+        classifier, accuracy = train_phone_classifier(
+            train_targets, dev_targets, config.train.phonetic_minutes, config.train.seed, device,
+            amp=config.train.amp, writer=writer, progress=progress,
+        )  # fmt: skip
     hparams = {"n_mels": config.audio.n_mels, "n_phones": len(PHONES)}
     save_network(path, MARKER, classifier, hparams, config.audio, {"accuracy": accuracy, "phones": PHONES})
     return classifier

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import random
 import time
 from contextlib import closing
@@ -41,9 +42,11 @@ from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress
-from vc.training.budget import Budget, seconds_left
+from vc.training.budget import seconds_left
+from vc.training.data import random_crops
+from vc.training.loop import Job, Loop, Update
 from vc.training.monitor import LOG_EVERY, companion_writer
-from vc.training.nonfinite import NonFiniteGuard, all_finite, companion_advice, gradients_finite
+from vc.training.nonfinite import companion_advice
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +97,18 @@ def train_postfilter(
     generator = MelPostfilter(audio.n_mels, channels=options.channels, source_dim=audio.n_mels)
     generator.in_mean.copy_(torch.as_tensor(stats.mean, dtype=torch.float32))
     generator.in_std.copy_(torch.as_tensor(stats.std, dtype=torch.float32))
-    before = _validate(generator, valid_items)
-    budget = seconds_left(options.max_minutes, started)
-    with closing(companion_writer(out, "postfilter")) as writer:
-        _log_validation(writer, before, 0)
-        steps = _optimise(generator, train_items, options, budget, rng, progress, writer)
-        after = _validate(generator, valid_items)
-        _log_validation(writer, after, steps)
+    job = PostfilterJob(
+        generator, train_items, valid_items, options, rng, companion_writer(out, "postfilter")
+    )
+    seconds = seconds_left(options.max_minutes, started)
+    loop = Loop(
+        job, max_steps=options.max_steps, max_minutes=0 if math.isinf(seconds) else seconds / 60,
+        log_every=LOG_EVERY, evaluate_first=True, progress=progress,
+    )  # fmt: skip
+    with closing(job.writer):
+        steps = loop.run()
+    generator.eval()
+    before, after = job.validations[0], job.validations[steps]
     info = dict(
         pairs=len(train_items), valid_pairs=valid_count, steps=steps,
         minutes=(time.monotonic() - started) / 60, valid_l1_before=before[0], valid_l1=after[0],
@@ -113,13 +121,6 @@ def train_postfilter(
         steps, info["minutes"], before[0], after[0], before[1], after[1], before[2],
     )  # fmt: skip
     return info
-
-
-def _log_validation(writer, validation: tuple[float, float, float], step: int) -> None:
-    l1, detail, natural = validation
-    writer.add_scalar("postfilter/valid_l1", l1, step)
-    writer.add_scalar("postfilter/valid_temporal_detail", detail, step)
-    writer.add_scalar("postfilter/natural_temporal_detail", natural, step)
 
 
 @torch.no_grad()
@@ -135,76 +136,90 @@ def _validate(generator: MelPostfilter, items) -> tuple[float, float, float]:
     return sum(l1) / len(l1), sum(detail) / len(detail), sum(natural_detail) / len(natural_detail)
 
 
-def _crop_batch(items, batch_size: int, crop: int, rng: random.Random):
-    """Random aligned crops of ``crop`` frames of each (predicted, source, natural) example, stacked
-    (shorter examples are padded by repeating their last frame; a source of None stays None)."""
-    crops: list[list[torch.Tensor]] = [[], [], []]
-    for example in rng.choices(items, k=batch_size):
-        frames = len(example[2])
-        start = rng.randrange(max(frames - crop, 0) + 1)
-        for column, tensor in zip(crops, example, strict=True):
-            if tensor is None:
-                continue
-            if frames < crop:
-                tensor = torch.cat([tensor, tensor[-1:].expand(crop - frames, -1)])
-            column.append(tensor[start : start + crop])
-    predicted, source, natural = (torch.stack(column) if column else None for column in crops)
-    return predicted, source, natural
+class PostfilterJob(Job):
+    """The generator's L1 (and, after warmup_steps, the adversarial and feature-matching terms against a
+    discriminator that steps first); the last state is kept."""
 
+    name = "post-filter training"
+    select_by = "valid_l1"
+    score_label = "validation L1"
+    select_best = False
+    shown = (("loss", "loss/total"),)
 
-def _optimise(generator, items, options: PostfilterConfig, budget: float, rng, progress: bool, writer) -> int:
-    """Until the step or time budget is spent; TensorBoard (``writer``) gets the losses every LOG_EVERY steps."""
-    betas = (0.5, 0.9)  # the usual GAN setting: a short memory of the other player's moves
-    g_opt = torch.optim.Adam(generator.parameters(), options.learning_rate, betas=betas)
-    if options.adversarial:
-        discriminator = MelDiscriminator(generator.hparams["n_mels"])
-        d_opt = torch.optim.Adam(discriminator.parameters(), options.learning_rate, betas=betas)
-    normalise = lambda mel: (mel - generator.in_mean) / generator.in_std  # noqa: E731
-    generator.train()
-    guard = NonFiniteGuard(what="post-filter training")
-    advice = companion_advice("postfilter", options.learning_rate)
-    limit, step = Budget(options.max_steps, budget), 0
-    total = options.max_steps or None
-    with show_progress(total=total, desc="postfilter", unit="step", disable=not progress) as bar:
-        while limit.spent(step) < 1.0:
-            predicted, source, natural = _crop_batch(items, options.batch_size, options.crop_frames, rng)
-            fake = generator(predicted, source=source)
-            l1 = (normalise(fake) - normalise(natural)).abs().mean()
-            loss = options.l1_weight * l1
-            finite = True  # both players' losses and gradients; a non-finite one skips its update
-            if options.adversarial and step >= options.warmup_steps:
-                real_score, real_features = discriminator(normalise(natural))
-                fake_score, _ = discriminator(normalise(fake.detach()))
-                d_loss = (real_score - 1).square().mean() + fake_score.square().mean()
-                d_opt.zero_grad(set_to_none=True)
-                d_loss.backward()
-                finite = all_finite(d_loss) and gradients_finite(discriminator)
-                if finite:
-                    d_opt.step()
-                # Feature matching reads the real features of the discriminator as it was
-                # before this step's update: one forward pass fewer, and a one-step-old
-                # target is what every later measurement of the post-filter was made with.
-                fake_score, fake_features = discriminator(normalise(fake))
-                matching = sum(
-                    (f - r.detach()).abs().mean() for f, r in zip(fake_features, real_features, strict=True)
-                ) / len(fake_features)
-                loss = (
-                    loss
-                    + options.adversarial_weight * (fake_score - 1).square().mean()
-                    + options.feature_matching_weight * matching
-                )
-            g_opt.zero_grad(set_to_none=True)
-            loss.backward()
-            generator_finite = all_finite(loss) and gradients_finite(generator)
-            if generator_finite:
-                g_opt.step()
-            step += 1
-            guard.skip(step, finite and generator_finite, advice)
-            bar.update(1)
-            if step % LOG_EVERY == 0:
-                writer.add_scalar("postfilter/l1", l1.item(), step)
-                writer.add_scalar("postfilter/loss", loss.item(), step)
-                if options.adversarial and step > options.warmup_steps:
-                    writer.add_scalar("postfilter/discriminator", d_loss.item(), step)
-    generator.eval()
-    return step
+    def __init__(self, generator: MelPostfilter, items, valid_items, options: PostfilterConfig, rng, writer):
+        self.generator, self.items, self.valid_items = generator, items, valid_items
+        self.options, self.rng, self.writer = options, rng, writer
+        betas = (0.5, 0.9)  # the usual GAN setting: a short memory of the other player's moves
+        self.optimizers = {
+            "generator": torch.optim.Adam(generator.parameters(), options.learning_rate, betas=betas)
+        }
+        self.discriminator = None
+        if options.adversarial:
+            self.discriminator = MelDiscriminator(generator.hparams["n_mels"])
+            self.optimizers["discriminator"] = torch.optim.Adam(
+                self.discriminator.parameters(), options.learning_rate, betas=betas
+            )
+        self.grad_clip = dict.fromkeys(self.optimizers)  # none clipped: only checked
+        self.validations: dict[int, tuple[float, float, float]] = {}
+
+    def batches(self, step: int):
+        crop = self.options.crop_frames
+
+        def padded(tensor: torch.Tensor) -> torch.Tensor:  # shorter crops repeat their last frame
+            return (
+                torch.cat([tensor, tensor[-1:].expand(crop - len(tensor), -1)])
+                if len(tensor) < crop
+                else tensor
+            )
+
+        while True:
+            crops = random_crops(self.items, self.options.batch_size, crop, self.rng)
+            yield tuple(
+                None if column[0] is None else torch.stack([padded(t) for t in column])
+                for column in zip(*crops, strict=True)
+            )
+
+    def _normalise(self, mel: torch.Tensor) -> torch.Tensor:
+        return (mel - self.generator.in_mean) / self.generator.in_std
+
+    def updates(self, batch, step: int):
+        predicted, source, natural = batch
+        options, normalise = self.options, self._normalise
+        self.generator.train()
+        fake = self.generator(predicted, source=source)
+        l1 = (normalise(fake) - normalise(natural)).abs().mean()
+        loss = options.l1_weight * l1
+        if self.discriminator is not None and step >= options.warmup_steps:
+            real_score, real_features = self.discriminator(normalise(natural))
+            fake_score, _ = self.discriminator(normalise(fake.detach()))
+            d_loss = (real_score - 1).square().mean() + fake_score.square().mean()
+            yield Update(d_loss, "discriminator", {"discriminator": d_loss})
+            # Feature matching reads the real features of the discriminator as it was before this
+            # step's update: one forward pass fewer, and a one-step-old target is what every later
+            # measurement of the post-filter was made with.
+            fake_score, fake_features = self.discriminator(normalise(fake))
+            matching = sum(
+                (f - r.detach()).abs().mean() for f, r in zip(fake_features, real_features, strict=True)
+            ) / len(fake_features)
+            loss = (
+                loss
+                + options.adversarial_weight * (fake_score - 1).square().mean()
+                + options.feature_matching_weight * matching
+            )
+        yield Update(loss, "generator", {"total": loss, "l1": l1})
+
+    def evaluate(self, step: int) -> float:
+        l1, detail, natural = self.validations[step] = _validate(self.generator, self.valid_items)
+        self.writer.add_scalar("valid/l1", l1, step)
+        self.writer.add_scalar("valid/temporal_detail", detail, step)
+        self.writer.add_scalar("valid/natural_temporal_detail", natural, step)
+        return l1
+
+    def networks(self) -> dict[str, torch.nn.Module]:
+        return {
+            "generator": self.generator,
+            **({"discriminator": self.discriminator} if self.discriminator else {}),
+        }
+
+    def advice(self) -> str:
+        return companion_advice("postfilter", self.options.learning_rate)

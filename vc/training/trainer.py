@@ -1,4 +1,4 @@
-"""Training: steps, evaluation, checkpoints, resume, DDP, mixed precision.
+"""The model kinds' training: their data, model and dev views as a job of the one loop (vc/training/loop.py).
 
 Launch one process with ``vc train`` or several with ``torchrun --nproc_per_node
 N -m vc.cli train ...``; torch.distributed uses gloo on CPU and nccl on CUDA.
@@ -11,29 +11,19 @@ import dataclasses
 import logging
 import math
 import os
-import time
 from pathlib import Path
 
 import torch
 from torch import distributed as dist
 
-from vc.artifacts.checkpoint import (
-    load_checkpoint,
-    prune_checkpoints,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
-    step_checkpoints,
-)
+from vc.artifacts.checkpoint import load_checkpoint
 from vc.artifacts.durations import check_durations, load_durations
 from vc.audio.voice_warp import VoiceCodebook
 from vc.config import Config, dump_config
-from vc.errors import CheckpointError, DataError, TrainingError, VcError
+from vc.errors import CheckpointError, DataError, VcError
 from vc.fileio import atomic_write_text
 from vc.kinds import get_kind
-from vc.progress import progress
 from vc.training.augment import SourceAugment
-from vc.training.budget import Budget
 from vc.training.data import (
     BucketBatchSampler,
     ParallelDataset,
@@ -44,8 +34,8 @@ from vc.training.data import (
     speaker_list,
     speaker_stats,
 )
+from vc.training.loop import Job, Loop, Update
 from vc.training.monitor import Monitor
-from vc.training.nonfinite import NonFiniteGuard, all_finite
 from vc.training.phonetic import load_frame_labels, phone_critic
 
 log = logging.getLogger(__name__)
@@ -88,8 +78,16 @@ def setup_distributed() -> tuple[int, int, torch.device]:
     return (dist.get_rank() if world_size > 1 else 0), world_size, device
 
 
-class Trainer:
-    def __init__(self, config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True):
+class ModelJob(Job):
+    """A model kind's training (vc/kinds/): the parallel pairs, the model, its optimizer and its dev views.
+
+    The kind turns a batch into its losses; the Loop (vc/training/loop.py) steps them. Built on every
+    rank; the main one also writes TensorBoard and evaluates.
+    """
+
+    name = "training"
+
+    def __init__(self, config: Config, out_dir: str | Path, progress: bool = True):
         self.config = config
         self.out_dir = Path(out_dir)
         self.progress = progress
@@ -97,38 +95,33 @@ class Trainer:
         self.is_main = self.rank == 0
         self.kind = get_kind(config.model.kind)
         self.kind.check(config)
+        t = config.train
+        self.select_by = t.select_by
+        self.score_label = "free-running dev distance [dB]" if t.select_by == "free_running" else "valid loss"
+        self.shown = tuple((label, f"loss/{name}") for label, name in POSTFIX)
         # Ranks draw different dropout masks; DDP copies rank 0's initial weights to all.
-        torch.manual_seed(config.train.seed + self.rank)
+        torch.manual_seed(t.seed + self.rank)
         self._load_data()
         self.model = self.kind.build(config.audio.n_mels, config.model).to(self.device)
         self.kind.initialise(self.model, self.durations)
-        if config.train.init_from and not resume:
-            self._init_weights(config.train.init_from)
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=config.train.learning_rate, weight_decay=config.train.weight_decay
-        )
-        t = config.train
-        self.budget_spent = 0.0  # fraction of the step or time budget, for decay "linear"
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer,
-            lambda step: learning_rate_factor(step, t.warmup_steps, t.decay, self.budget_spent),
-        )
-        self.use_amp = t.amp and self.device.type == "cuda"
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
-        self.step = 0
-        self.guard = NonFiniteGuard(t.max_nonfinite_steps)
-        self.best_score = math.inf  # lowest train.select_by score so far
-        self.elapsed_before = 0.0
-        if resume:
-            self._resume()
-        self.ddp = (
-            torch.nn.parallel.DistributedDataParallel(
+        self.optimizers = {
+            "model": torch.optim.AdamW(
+                self.model.parameters(), lr=t.learning_rate, weight_decay=t.weight_decay
+            )
+        }
+        self.grad_clip = {"model": t.grad_clip}
+        self.ddp = None
+        self.monitor = Monitor(config, self.out_dir, self.device, self.tgt_stats) if self.is_main else None
+        self.writer = self.monitor.writer if self.monitor is not None else None
+
+    def start(self, init_from: str | None) -> None:
+        """After a resume (or none): train.init_from's weights for a new run, then DDP's wrapper."""
+        if init_from:
+            self._init_weights(init_from)
+        if self.world_size > 1:
+            self.ddp = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device] if self.device.type == "cuda" else None
             )
-            if self.world_size > 1
-            else None
-        )
-        self.monitor = Monitor(config, self.out_dir, self.device, self.tgt_stats) if self.is_main else None
 
     # ----------------------------------------------------------------- data
     def _load_data(self) -> None:
@@ -184,7 +177,7 @@ class Trainer:
         path = self.out_dir / "phone_classifier.pt"
         if self.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            critic = phone_critic(self.config, pairs["train"], pairs["dev"], path, self.device)
+            critic = phone_critic(self.config, pairs["train"], pairs["dev"], path, self.device, self.progress)
         if self.world_size > 1:
             dist.barrier()
         if not self.is_main:
@@ -206,18 +199,18 @@ class Trainer:
         )
         return train, dev
 
-    def _loader(self) -> torch.utils.data.DataLoader:
+    def _loader(self, step: int) -> torch.utils.data.DataLoader:
         sampler = BucketBatchSampler(
             self.train_set.lengths(),
             self.config.data.batch_size,
             self.config.train.seed,
-            start_step=self.step,
+            start_step=step,
             rank=self.rank,
             world_size=self.world_size,
         )
         # A private generator: starting a DataLoader iterator draws a seed, which
         # must not come from the global RNG that a resumed run has just restored.
-        generator = torch.Generator().manual_seed(self.config.train.seed + self.step)
+        generator = torch.Generator().manual_seed(self.config.train.seed + step)
         return torch.utils.data.DataLoader(
             self.train_set,
             batch_sampler=sampler,
@@ -227,174 +220,46 @@ class Trainer:
             pin_memory=self.device.type == "cuda",
         )
 
-    # ------------------------------------------------------------ training
-    def train_step(self, batch) -> dict[str, float]:
-        t = self.config.train
-        batch = batch.to(self.device)
-        if self.augment is not None:  # training batches only: dev losses stay comparable across runs
-            batch = dataclasses.replace(batch, src=self.augment(batch.src, batch.src_lens))
+    def batches(self, step: int):
+        """The training batches on the device, augmented (training batches only: dev losses stay
+        comparable across runs)."""
+        for batch in self._loader(step):
+            batch = batch.to(self.device)
+            if self.augment is not None:
+                batch = dataclasses.replace(batch, src=self.augment(batch.src, batch.src_lens))
+            yield batch
+
+    def updates(self, batch, step: int):
         model = self.ddp or self.model
         model.train()
-        with torch.autocast(self.device.type, enabled=self.use_amp):
-            losses = self.kind.losses(model, batch, self.config, self.step, **self.loss_extras)
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(losses.total).backward()
-        self.scaler.unscale_(self.optimizer)
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip)
-        finite = self._finite_on_every_rank(losses.total, grad_norm)
-        if finite:  # a non-finite step changes no weight (under AMP the scaler also lowers its scale)
-            self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.scheduler.step()
-        self.step += 1
-        self.guard.skip(self.step, finite, self._divergence_advice)
-        stats = {
-            f"loss/{name}": value.item() for name, value in losses._asdict().items() if value is not None
-        }
-        stats.update({"opt/grad_norm": float(grad_norm), "opt/lr": self.scheduler.get_last_lr()[0]})
-        stats["opt/skipped_updates"] = self.guard.skipped
-        stats.update(self.kind.step_stats(self.config, self.step))
-        return stats
+        losses = self.kind.losses(model, batch, self.config, step, **self.loss_extras)
+        yield Update(losses.total, stats={k: v for k, v in losses._asdict().items() if v is not None})
 
-    def _finite_on_every_rank(self, loss: torch.Tensor, grad_norm: torch.Tensor) -> bool:
-        """Whether this step's loss and gradient are finite on every rank (all skip the update, or none)."""
-        finite = all_finite(loss, grad_norm)
-        if self.world_size > 1:
-            shared = torch.tensor([float(finite)], device=self.device)
-            dist.all_reduce(shared, op=dist.ReduceOp.MIN)
-            finite = bool(shared.item())
-        return finite
-
-    def _divergence_advice(self) -> str:
-        """Where a diverged run stands and what to change, for the error that stops it."""
-        saved = step_checkpoints(self.out_dir / "checkpoints")
-        last = f"the last good checkpoint is {saved[-1]}" if saved else "no checkpoint was written"
-        amp = " or train.amp=false (fp16 overflow)" if self.use_amp else ""
-        restart = f"; start again from it with train.init_from={saved[-1]}" if saved else ""
-        return f"{last}; lower train.learning_rate (now {self.config.train.learning_rate:g}){amp}{restart}"
-
-    def _should_stop(self) -> bool:
-        """Whether the step or time budget is spent; also updates self.budget_spent."""
+    def learning_rate_factor(self, step: int, spent: float) -> float:
         t = self.config.train
-        seconds = 60 * t.max_minutes if t.max_minutes > 0 else math.inf
-        spent = Budget(t.max_steps, seconds, self.started).spent(self.step)
-        if self.world_size > 1:  # every rank must leave the loop at the same step, at the same rate
-            shared = torch.tensor([spent], dtype=torch.float64, device=self.device)
-            dist.all_reduce(shared, op=dist.ReduceOp.MAX)
-            spent = shared.item()
-        self.budget_spent = min(spent, 1.0)
-        return spent >= 1.0
+        return learning_rate_factor(step, t.warmup_steps, t.decay, spent)
 
-    def fit(self) -> Path | None:
-        """Train until train.max_steps or train.max_minutes; returns the best checkpoint's path."""
-        t = self.config.train
-        # Time spent before a resume counts against train.max_minutes too.
-        self.started = time.monotonic() - self.elapsed_before
-        if self.is_main:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.out_dir / "config.yaml", dump_config(self.config))
-            log.info("training on %s x %d from step %d", self.device, self.world_size, self.step)
-        # With a time limit the step count is open-ended: show the rate, not a bar to max_steps.
-        bar = progress(
-            total=None if t.max_minutes > 0 else t.max_steps,
-            initial=self.step,
-            disable=not (self.progress and self.is_main),
-            desc="training",
-            unit="step",
-            dynamic_ncols=True,
-        )
-        last = time.monotonic()
-        for batch in self._loader():
-            if self._should_stop():
-                break
-            skipped_before = self.guard.skipped
-            stats = self.train_step(batch)
-            now = time.monotonic()
-            stats["time/seconds_per_step"], last = now - last, now
-            bar.update(1)
-            shown = {key: f"{stats['loss/' + name]:.3f}" for key, name in POSTFIX if "loss/" + name in stats}
-            bar.set_postfix(**shown, s_step=f"{stats['time/seconds_per_step']:.2f}")
-            logged = self.step % t.log_every == 0 or self.step == 1 or self.guard.skipped > skipped_before
-            if self.is_main and logged:  # a skipped update shows in TensorBoard at its step
-                self.monitor.log_train(self.step, stats)
-            if self.step % t.eval_every == 0:
-                self._evaluate_and_save()
-        bar.close()
-        if self.step % t.eval_every != 0:
-            self._evaluate_and_save()
-        if self.world_size > 1:
-            dist.barrier()
-        return self.out_dir / "checkpoints" / "best.pt" if self.is_main else None
+    def step_stats(self, step: int) -> dict[str, float]:
+        return self.kind.step_stats(self.config, step)
 
-    def _evaluate_and_save(self) -> None:
-        if self.is_main:
-            score = self.monitor.evaluate(self.model, self.dev_set, self.step)
-            if not math.isfinite(score):  # the weights are finite but no longer a model: nothing is saved
-                raise TrainingError(
-                    f"training diverged: the dev score at step {self.step} is {score}; "
-                    f"{self._divergence_advice()}"
-                )
-            self._save(score)
-        if self.world_size > 1:
-            dist.barrier()
+    def evaluate(self, step: int) -> float:
+        return self.monitor.evaluate(self.model, self.dev_set, step)
 
-    # -------------------------------------------------------- checkpoints
-    def _payload(self) -> dict:
+    def networks(self) -> dict[str, torch.nn.Module]:
+        return {"model": self.model}
+
+    def payload(self) -> dict:
         return {
-            "step": self.step,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "scaler": self.scaler.state_dict(),
-            "rng": rng_state(),
             "config": self.config.to_dict(),
             "stats": {
                 "source": self.src_stats.to_dict(),
                 "target": self.tgt_stats.to_dict(),
                 "source_codebook": self.source_codebook.to_dict(),
             },
-            "best_score": {"select_by": self.config.train.select_by, "value": self.best_score},
-            "elapsed_seconds": time.monotonic() - self.started,
         }
 
-    def _save(self, score: float) -> None:
-        """Save this step; it becomes best.pt when its train.select_by score is the lowest so far."""
-        folder = self.out_dir / "checkpoints"
-        improved = score < self.best_score
-        if improved:
-            self.best_score = score
-        payload = self._payload()
-        save_checkpoint(folder / f"step{self.step:07d}.pt", payload)
-        if improved:
-            save_checkpoint(folder / "best.pt", payload)
-        prune_checkpoints(folder, self.config.train.keep_checkpoints)
-        label = (
-            "free-running dev distance [dB]"
-            if self.config.train.select_by == "free_running"
-            else "valid loss"
-        )
-        log.info("step %d: %s %.4f%s", self.step, label, score, " (best)" if improved else "")
-
-    def _newest_readable_checkpoint(self) -> tuple[Path, dict]:
-        """The newest step checkpoint that loads; damaged newer ones are skipped and kept.
-
-        A damaged file (a disk that filled, a copy cut short) is renamed to
-        NAME.damaged, not deleted: the next save would otherwise overwrite it, and
-        pruning would delete it, before anyone could look at it.
-        """
-        folder = self.out_dir / "checkpoints"
-        found = step_checkpoints(folder)
-        if not found:
-            raise CheckpointError(f"--resume: no stepNNNNNNN.pt checkpoint in {folder}")
-        for path in reversed(found):
-            try:
-                return path, load_checkpoint(path, map_location=self.device)
-            except CheckpointError as exc:
-                kept = path.with_name(path.name + ".damaged")
-                if self.is_main and path.exists():
-                    path.rename(kept)
-                log.warning("--resume: skipping damaged %s (kept as %s): %s", path.name, kept.name, exc)
-        raise CheckpointError(f"--resume: every checkpoint in {folder} is damaged (kept as *.pt.damaged)")
+    def advice(self) -> str:
+        return f"lower train.learning_rate (now {self.config.train.learning_rate:g})"
 
     def _init_weights(self, path: str) -> None:
         """train.init_from: start from another run's model weights (fine-tuning)."""
@@ -407,52 +272,52 @@ class Trainer:
             ) from None
         log.info("starting from the model weights of %s (step %s)", path, payload.get("step", "?"))
 
-    def _resume(self) -> None:
-        path, payload = self._newest_readable_checkpoint()
-        try:
-            self.model.load_state_dict(payload["model"])
-            self.optimizer.load_state_dict(payload["optimizer"])
-            self.scheduler.load_state_dict(payload["scheduler"])
-            self.scaler.load_state_dict(payload["scaler"])
-        except (RuntimeError, KeyError, ValueError) as exc:
-            raise CheckpointError(f"{path} does not fit this config: {str(exc).splitlines()[0]}") from None
-        self.step = payload["step"]
-        self.best_score = resumed_best_score(payload, self.config.train.select_by)
-        self.elapsed_before = payload.get("elapsed_seconds", 0.0)
-        set_rng_state(payload["rng"])
-        log.info("resumed from %s at step %d", path, self.step)
-
     def close(self) -> None:
         if self.monitor is not None:
             self.monitor.close()
 
 
-def resumed_best_score(payload: dict, select_by: str) -> float:
-    """The best score a resumed run has to beat: inf when the checkpoint ranked by another rule.
-
-    Checkpoints written before train.select_by existed hold "best_valid_loss".
-    """
-    best = payload.get("best_score") or {
-        "select_by": "loss",
-        "value": payload.get("best_valid_loss", math.inf),
-    }
-    return best["value"] if best["select_by"] == select_by else math.inf
+def model_loop(config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True) -> Loop:
+    """The model kind's job in the one loop, at step 0 (train.init_from's weights) or resumed."""
+    job = ModelJob(config, out_dir, progress)
+    t = config.train
+    loop = Loop(
+        job,
+        max_steps=t.max_steps, max_minutes=t.max_minutes, eval_every=t.eval_every, log_every=t.log_every,
+        checkpoints=job.out_dir / "checkpoints", keep_checkpoints=t.keep_checkpoints,
+        max_nonfinite_steps=t.max_nonfinite_steps, amp=t.amp, device=job.device, rank=job.rank,
+        world_size=job.world_size, progress=progress,
+    )  # fmt: skip
+    try:
+        if resume:
+            loop.resume()
+        job.start(None if resume else t.init_from)
+    except BaseException:
+        job.close()
+        raise
+    return loop
 
 
 def train(config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True) -> Path | None:
+    """Train model.kind on the config's data; returns best.pt's path (None on the other ranks)."""
     caller_group = dist.is_initialized()  # a caller's group is the caller's to free
-    trainer = Trainer(config, out_dir, resume=resume, progress=progress)
     try:
-        best = trainer.fit()
-    except BaseException:
-        # The error that stopped training is the one to report, not a second one from closing
-        # TensorBoard's files on the same full disk.
-        with contextlib.suppress(VcError, OSError):
-            trainer.close()
-        raise
-    else:
-        trainer.close()
-        return best
+        loop = model_loop(config, out_dir, resume=resume, progress=progress)
+        job = loop.job
+        try:
+            if job.is_main:
+                job.out_dir.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(job.out_dir / "config.yaml", dump_config(config))
+                log.info("training on %s x %d from step %d", job.device, job.world_size, loop.step)
+            loop.run()
+        except BaseException:
+            # The error that stopped training is the one to report, not a second one from closing
+            # TensorBoard's files on the same full disk.
+            with contextlib.suppress(VcError, OSError):
+                job.close()
+            raise
+        job.close()
+        return job.out_dir / "checkpoints" / "best.pt" if job.is_main else None
     finally:
         if dist.is_initialized() and not caller_group:
             # torch asks each process to free its group before it exits; left to interpreter
