@@ -11,8 +11,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tests.helpers import tiny_training_config
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.config import AudioConfig, Config, ConfigError
-from vc.training.selection import log_mel_cepstrum, mel_cepstral_distance
 from vc.training.loop import resumed_best_score
+from vc.training.selection import log_mel_cepstrum, mel_cepstral_distance
 from vc.training.trainer import train
 
 AUDIO = AudioConfig()  # log10 of mel magnitudes

@@ -21,7 +21,7 @@ from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint, step_check
 from vc.cli import main
 from vc.config import Config, dump_config
 from vc.errors import CheckpointError
-from vc.training.trainer import model_loop, learning_rate_factor, train
+from vc.training.trainer import learning_rate_factor, model_loop, train
 
 
 def test_training_logs_alignment_figures_evolution_and_scalars(tmp_path):
