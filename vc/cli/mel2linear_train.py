@@ -46,6 +46,11 @@ def add_parser(commands) -> None:
         metavar="KEY=VALUE",
         help="any mel2linear.* setting, e.g. mel2linear.channels=256",
     )
+    sub.add_argument(
+        "--device",
+        default="auto",
+        help="cpu, cuda, cuda:1, ... (default: cuda if available; AMP there as train.amp)",
+    )
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=run)
 
@@ -65,6 +70,8 @@ def run(args) -> None:
         config.mel2linear,
         progress=not args.no_progress,
         checkpoint=args.checkpoint,
+        device=args.device,
+        amp=config.train.amp,
     )
     print(
         f"mel -> linear network: {args.out} ({info['steps']} steps, {info['minutes']:.1f} min, "

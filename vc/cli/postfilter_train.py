@@ -46,6 +46,11 @@ def add_parser(commands) -> None:
         default=None,
         help="L1 to the natural frames alone, no GAN: lower MCD, fewer words (docs/ablation.md)",
     )
+    sub.add_argument(
+        "--device",
+        default="auto",
+        help="cpu, cuda, cuda:1, ... (default: cuda if available; AMP there as train.amp)",
+    )
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=run)
 
@@ -60,7 +65,9 @@ def run(args) -> None:
     # The model's own config (its postfilter section, defaults for older checkpoints), then the flags.
     config = Config.from_dict(load_checkpoint(args.checkpoint)["config"], stored=True)
     options = config.with_overrides(section_overrides(args, "postfilter")).postfilter
-    info = train_postfilter(args.lists, args.checkpoint, args.out, options, progress=not args.no_progress)
+    info = train_postfilter(
+        args.lists, args.checkpoint, args.out, options, not args.no_progress, args.device, config.train.amp
+    )
     print(
         f"post-filter: {args.out} ({info['steps']} steps, {info['minutes']:.1f} min; validation temporal "
         f"detail {info['detail_before']:.3f} -> {info['detail']:.3f}, natural {info['detail_natural']:.3f})"

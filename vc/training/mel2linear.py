@@ -28,6 +28,7 @@ from vc.artifacts.mel2linear import save_mel2linear
 from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio
 from vc.config import AudioConfig, Mel2LinearConfig
 from vc.errors import DataError
+from vc.inference.converter import pick_device
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.model.layers import make_pad_mask
 from vc.model.mel2linear import Mel2Linear, fit_linear
@@ -110,10 +111,11 @@ def spectral_convergence_loss(pred: torch.Tensor, target: torch.Tensor, lens: to
 def validation_db(net: Mel2Linear, items) -> float:
     """Mean absolute log-spectral difference in dB (20 |log10 pred - log10 true|) over held-out files."""
     net.eval()
+    device = next(net.parameters()).device
     total, count = 0.0, 0
     for mel, mag in items:
-        pred = net(mel[None])[0].clamp(min=math.log10(MAGNITUDE_FLOOR))
-        total += float((pred - mag.float()).abs().sum())
+        pred = net(mel[None].to(device))[0].clamp(min=math.log10(MAGNITUDE_FLOOR))
+        total += float((pred - mag.to(device).float()).abs().sum())
         count += mag.numel()
     net.train()
     return 20.0 * total / max(count, 1)
@@ -126,13 +128,17 @@ def train_mel2linear(
     options: Mel2LinearConfig,
     progress: bool = True,
     checkpoint: str | Path | None = None,
+    device: str | None = None,
+    amp: bool = False,
 ) -> dict[str, Any]:
     """Train on the recordings in ``paths`` (see target_files) and save the best network to ``out``.
 
     ``checkpoint``: a conversion model; its teacher-forced predicted mels of the
     pairs in ``paths`` (pair lists only) are added as inputs beside the natural
     ones, with the same target magnitudes, so the network learns to undo their blur.
+    ``device``: where it trains (default: cuda if available); ``amp``: mixed precision there.
     """
+    device = pick_device(device)
     started = time.monotonic()
     files = target_files(paths)
     if len(files) < 2:
@@ -163,12 +169,15 @@ def train_mel2linear(
     pick = torch.randperm(len(frames))[:200_000]
     fit_linear(net, frames[pick], torch.cat([mag for _, mag in train_items])[pick].float())
     del frames
-    job = Mel2LinearJob(net, train_items, valid_items, options, companion_writer(out, "mel2linear"))
+    job = Mel2LinearJob(
+        net.to(device), train_items, valid_items, options, companion_writer(out, "mel2linear")
+    )
     # The time limit covers feature extraction too; what is left of it trains (at least a second).
     seconds = seconds_left(options.max_minutes, started)
     loop = Loop(
         job, max_steps=options.max_steps, max_minutes=0 if math.isinf(seconds) else seconds / 60,
-        eval_every=options.valid_every, log_every=LOG_EVERY, evaluate_first=True, progress=progress,
+        eval_every=options.valid_every, log_every=LOG_EVERY, evaluate_first=True, amp=amp, device=device,
+        progress=progress,
     )  # fmt: skip
     with closing(job.writer):
         steps = loop.run()
@@ -178,7 +187,7 @@ def train_mel2linear(
         valid_db=best_db, linear_db=start_db, predicted_mels=checkpoint is not None,
         options=dataclasses.asdict(options),
     )  # fmt: skip
-    save_mel2linear(out, net, audio, info)
+    save_mel2linear(out, net.cpu(), audio, info)
     log.info(
         "mel2linear: %d steps in %.1f min, validation %.2f dB (at start %.2f dB)",
         steps,

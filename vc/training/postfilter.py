@@ -38,6 +38,7 @@ from vc.artifacts.postfilter import save_postfilter
 from vc.audio import FeatureStats, LogMel, read_audio
 from vc.config import AudioConfig, Config, PostfilterConfig
 from vc.errors import ConfigError, DataError
+from vc.inference.converter import pick_device
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.pairs import read_pair_list
@@ -79,8 +80,12 @@ def train_postfilter(
     out: str | Path,
     options: PostfilterConfig,
     progress: bool = True,
+    device: str | None = None,
+    amp: bool = False,
 ) -> dict[str, Any]:
-    """Train on the model's own predictions of the pairs in ``pair_lists``; save the generator to ``out``."""
+    """Train on the model's own predictions of the pairs in ``pair_lists``; save the generator to ``out``.
+    ``device``: where it trains (default: cuda if available); ``amp``: mixed precision there."""
+    device = pick_device(device)
     if options.max_minutes <= 0 and options.max_steps <= 0:
         raise ConfigError(
             "the post-filter needs a time limit (--max-minutes > 0) or a step limit (--max-steps)"
@@ -103,11 +108,11 @@ def train_postfilter(
     seconds = seconds_left(options.max_minutes, started)
     loop = Loop(
         job, max_steps=options.max_steps, max_minutes=0 if math.isinf(seconds) else seconds / 60,
-        log_every=LOG_EVERY, evaluate_first=True, progress=progress,
+        log_every=LOG_EVERY, evaluate_first=True, amp=amp, device=device, progress=progress,
     )  # fmt: skip
     with closing(job.writer):
         steps = loop.run()
-    generator.eval()
+    generator.eval().cpu()
     before, after = job.validations[0], job.validations[steps]
     info = dict(
         pairs=len(train_items), valid_pairs=valid_count, steps=steps,
@@ -127,9 +132,12 @@ def train_postfilter(
 def _validate(generator: MelPostfilter, items) -> tuple[float, float, float]:
     """Mean L1 to the natural frames, and the temporal detail of the output and of the natural frames."""
     generator.eval()
+    device = generator.in_mean.device
     l1, detail, natural_detail = [], [], []
     for predicted, source, natural in items:
-        out = generator(predicted[None], source=None if source is None else source[None])[0]
+        source = None if source is None else source[None].to(device)
+        out = generator(predicted[None].to(device), source=source)[0]
+        natural = natural.to(device)
         l1.append(float((out - natural).abs().mean()))
         detail.append(temporal_detail(out))
         natural_detail.append(temporal_detail(natural))
@@ -155,7 +163,7 @@ class PostfilterJob(Job):
         }
         self.discriminator = None
         if options.adversarial:
-            self.discriminator = MelDiscriminator(generator.hparams["n_mels"])
+            self.discriminator = MelDiscriminator(generator.hparams["n_mels"]).to(generator.in_mean.device)
             self.optimizers["discriminator"] = torch.optim.Adam(
                 self.discriminator.parameters(), options.learning_rate, betas=betas
             )
@@ -174,8 +182,9 @@ class PostfilterJob(Job):
 
         while True:
             crops = random_crops(self.items, self.options.batch_size, crop, self.rng)
+            device = self.generator.in_mean.device
             yield tuple(
-                None if column[0] is None else torch.stack([padded(t) for t in column])
+                None if column[0] is None else torch.stack([padded(t) for t in column]).to(device)
                 for column in zip(*crops, strict=True)
             )
 
