@@ -85,6 +85,22 @@ def test_resume_ends_with_the_same_weights_as_an_uninterrupted_run(tmp_path):
     assert any(not torch.equal(moved["model"][n], resumed[n]) for n in resumed)
 
 
+def test_resume_reads_checkpoints_onto_the_cpu(tmp_path, monkeypatch):
+    """The RNG states must stay on the CPU (numpy and torch.set_rng_state take no CUDA tensor: --resume
+    on a GPU failed so); load_state_dict copies the weights and optimizer state to the model's device."""
+    config = tiny_training_config(tmp_path)
+    train(config, tmp_path / "exp", progress=False)
+    seen = []
+
+    def recording(path, map_location="cpu"):
+        seen.append(map_location)
+        return load_checkpoint(path, map_location=map_location)
+
+    monkeypatch.setattr("vc.training.loop.load_checkpoint", recording)
+    model_loop(config, tmp_path / "exp", resume=True, progress=False).job.close()
+    assert seen == ["cpu"]
+
+
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
     config = tiny_training_config(tmp_path)
     with pytest.raises(CheckpointError, match="no stepNNNNNNN.pt checkpoint"):

@@ -345,7 +345,9 @@ class Loop:
             raise CheckpointError(f"--resume: no stepNNNNNNN.pt checkpoint in {folder}")
         for path in reversed(found):
             try:
-                return path, load_checkpoint(path, map_location=self.device)
+                # On the CPU: the RNG states must stay there; load_state_dict copies weights and optimizer
+                # state onto the networks' device.
+                return path, load_checkpoint(path, map_location="cpu")
             except CheckpointError as exc:
                 kept = path.with_name(path.name + ".damaged")
                 if self.is_main and path.exists():

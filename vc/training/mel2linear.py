@@ -211,6 +211,7 @@ class Mel2LinearJob(Job):
         self.net, self.train_items, self.valid_items = net, train_items, valid_items
         self.options, self.writer = options, writer
         self.rng = random.Random(options.seed)
+        self.device = next(net.parameters()).device
         self.optimizers = {
             "model": torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=0.0)
         }
@@ -225,9 +226,9 @@ class Mel2LinearJob(Job):
             pad = torch.nn.utils.rnn.pad_sequence
             mels, mags = zip(*crops, strict=True)
             yield (
-                pad(mels, batch_first=True),
-                pad([m.float() for m in mags], batch_first=True),
-                torch.tensor([len(m) for m in mels]),
+                pad(mels, batch_first=True).to(self.device),
+                pad([m.float() for m in mags], batch_first=True).to(self.device),
+                torch.tensor([len(m) for m in mels], device=self.device),
             )
 
     def updates(self, batch, step: int):
