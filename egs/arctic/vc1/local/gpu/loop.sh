@@ -9,7 +9,7 @@
 # / 4 pairs of the recipe's lists, paths wav/... beside them), wav/ (their FLACs), durations.pt and
 # phones.json (the recipe's EXP/durations_phones.pt and its phone alignments).
 #   bash egs/arctic/vc1/local/gpu/loop.sh OUT [DEVICE=cuda] [STEPS=200]   (cpu 6: a local trial)
-#   QUICK=1: the student with AMP, its resume, the companions with AMP and the conversions only
+#   QUICK=1: without the attention model and the student in fp32
 set -u
 OUT=${1:-$OUT}; DEV=${2:-cuda}; STEPS=${3:-200}
 export PYTHONUNBUFFERED=1; PY=${PY:-python3}; W=/tmp/w; rm -rf $W; mkdir -p $W
@@ -37,7 +37,7 @@ done
 run student_resumed $PY -m vc.cli train --config $C/student.yaml --out $W/student_true --no-progress --resume $DATA \
   train.max_steps=$((STEPS + STEPS / 2)) train.amp=true train.phonetic_weight=1.0 train.phonetic_minutes=0.25
 CK=$W/student_true/checkpoints
-for amp in $AMPS; do
+for amp in false true; do
   run mel2linear_$amp $PY -m vc.cli mel2linear-train $G/train.tsv --config $W/student_true/config.yaml \
     --out $W/m2l_$amp/mel2linear.pt --device $DEV --max-steps $((STEPS * 3)) --max-minutes 0 --valid-files 4 \
     --no-progress --set train.amp=$amp --set mel2linear.valid_every=$STEPS
