@@ -16,7 +16,7 @@ from vc.artifacts.checkpoint import load_checkpoint, step_checkpoints
 from vc.config import ModelConfig
 from vc.errors import ConfigError
 from vc.kinds import KINDS, ModelKind, build_model, get_kind
-from vc.model.layers import make_pad_mask
+from vc.masks import make_pad_mask
 from vc.training.trainer import model_loop, train
 
 

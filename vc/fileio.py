@@ -62,6 +62,26 @@ def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO]:
             raise
 
 
+def load_marked(path: str | Path, marker: str, what: str, error: type[Exception], **load_options) -> dict:
+    """torch.load of a file vc wrote with a "format" ``marker``: its dict, or one-line ``error``s naming the
+    file (missing, a folder, unreadable: corrupt, truncated or foreign, or without the marker); ``what``
+    names the kind of file. ``load_options``: torch.load's (map_location, mmap); tensors only, always."""
+    import torch
+
+    path = Path(path)
+    if not path.exists():
+        raise error(f"{what} not found: {path}")
+    if path.is_dir():
+        raise error(f"{path} is a folder, expected a {what} file")
+    try:
+        payload = torch.load(path, weights_only=True, **load_options)
+    except Exception:
+        raise error(f"{path} is not a readable {what} (corrupt, truncated or foreign)") from None
+    if not isinstance(payload, dict) or payload.get("format") != marker:
+        raise error(f"{path} is not a {what} (no '{marker}' marker)")
+    return payload
+
+
 def atomic_save(path: str | Path, obj) -> None:
     """torch.save ``obj`` to ``path`` atomically.
 

@@ -20,7 +20,7 @@ import torch
 
 from vc import __version__
 from vc.errors import CheckpointError
-from vc.fileio import atomic_save
+from vc.fileio import atomic_save, load_marked
 
 FORMAT = "vc-checkpoint"
 STEP_FILE = re.compile(r"step(\d+)\.pt$")
@@ -54,19 +54,7 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    path = Path(path)
-    if not path.exists():
-        raise CheckpointError(f"checkpoint not found: {path}")
-    if path.is_dir():
-        raise CheckpointError(f"{path} is a folder, expected a checkpoint file")
-    try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception:
-        raise CheckpointError(
-            f"{path} is not a readable vc checkpoint (corrupt, truncated or foreign)"
-        ) from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not a vc checkpoint (no '{FORMAT}' marker)")
+    payload = load_marked(path, FORMAT, "checkpoint", CheckpointError, map_location=map_location)
     for key in INFERENCE_KEYS:
         if key not in payload:
             raise CheckpointError(f"{path} is an incomplete vc checkpoint: '{key}' is missing")

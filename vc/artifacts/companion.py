@@ -21,7 +21,7 @@ from vc import __version__
 from vc.artifacts.checkpoint import load_checkpoint, nonfinite_weights
 from vc.config import AudioConfig
 from vc.errors import CheckpointError
-from vc.fileio import atomic_save
+from vc.fileio import atomic_save, load_marked
 
 # The audio settings a network was trained under; any difference changes its input or output.
 AUDIO_KEYS = (
@@ -52,16 +52,7 @@ def read_network_payload(
     path: str | Path, marker: str, what: str, map_location: str | torch.device = "cpu"
 ) -> dict:
     """The saved dict of a network file, its ``marker`` checked; ``what`` names the kind in errors."""
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"{what} not found: {path}")
-    try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception:
-        raise CheckpointError(f"{path} is not a readable {what} (corrupt, truncated or foreign)") from None
-    if not isinstance(payload, dict) or payload.get("format") != marker:
-        raise CheckpointError(f"{path} is not a {what} (no '{marker}' marker)")
-    return payload
+    return load_marked(path, marker, what, CheckpointError, map_location=map_location)
 
 
 def network_from_payload(

@@ -14,7 +14,7 @@ import torch
 from vc import __version__
 from vc.config import Config
 from vc.errors import DataError
-from vc.fileio import atomic_save
+from vc.fileio import atomic_save, load_marked
 
 FORMAT = "vc-durations"
 
@@ -45,15 +45,7 @@ def save_durations(path, durations: dict[str, torch.Tensor], config: Config, tea
 
 def load_durations(path: str | Path, encoder_reduction_factor: int) -> dict[str, torch.Tensor]:
     """utt_id -> (N,) int durations; refuses a file made for another encoder frame stacking."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"durations file not found: {path} (vc durations writes it)")
-    try:
-        payload = torch.load(path, weights_only=True)
-    except Exception:
-        raise DataError(f"{path} is not a readable durations file (corrupt or truncated)") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise DataError(f"{path} is not a vc durations file (no '{FORMAT}' marker)")
+    payload = load_marked(path, FORMAT, "vc durations file", DataError)
     if payload["encoder_reduction_factor"] != encoder_reduction_factor:
         raise DataError(
             f"{path} counts frames per {payload['encoder_reduction_factor']} stacked source frames, "

@@ -19,6 +19,7 @@ from vc.audio.dsp import mel_filterbank, speech_bounds
 from vc.config import AudioConfig
 from vc.errors import AudioError
 from vc.fileio import atomic_open
+from vc.masks import make_pad_mask
 
 SILENCE_PEAK = 1e-4  # a signal whose peak is below this (about -80 dBFS) is silent
 
@@ -294,7 +295,7 @@ class FeatureStats:
           source speaker's own speech stays about as "speaker" has it, a voice whose mean lies far
           off is centred nearly as "utterance" would. Statistics without a spread: "speaker".
         """
-        valid = (torch.arange(feats.shape[1], device=feats.device)[None, :] < lens[:, None]).unsqueeze(-1)
+        valid = (~make_pad_mask(lens.to(feats.device), feats.shape[1])).unsqueeze(-1)
         normed = self.normalize(feats)
         if mode == "speaker" or (mode == "auto" and self.utterance_spread is None):
             return normed * valid

@@ -34,6 +34,7 @@ import torch
 
 from vc.audio.dsp import hz_to_mel, mel_frequencies
 from vc.config import AudioConfig
+from vc.masks import make_pad_mask
 
 MIN_HZ = 200.0  # bands below carry F0 and hum, not the vocal tract
 CODEBOOK_SIZE = 64
@@ -62,7 +63,7 @@ def frame_shapes(mels: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 
 def loud_frames(mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
     """(B, T) bool: valid frames at or above their utterance's LOUD_QUANTILE of mean log-mel."""
-    valid = torch.arange(mels.shape[1], device=mels.device)[None, :] < lens[:, None]
+    valid = ~make_pad_mask(lens.to(mels.device), mels.shape[1])
     energy = mels.mean(dim=-1).masked_fill(~valid, float("nan"))
     threshold = torch.nanquantile(energy.float(), LOUD_QUANTILE, dim=1, keepdim=True)
     return valid & (energy >= threshold)

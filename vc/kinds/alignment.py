@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from vc.masks import make_pad_mask
+
 
 def _length_masks(alignments: torch.Tensor, dec_lens, enc_lens):
     """(B,) lengths -> long lengths on the alignments' device and (B, T_dec), (B, N_enc) masks."""
@@ -23,8 +25,8 @@ def _length_masks(alignments: torch.Tensor, dec_lens, enc_lens):
         )
     if bool((dec_lens > t_dec).any()) or bool((enc_lens > n_enc).any()):
         raise ValueError(f"lengths exceed the alignment shape {tuple(alignments.shape)}")
-    dec_mask = torch.arange(t_dec, device=alignments.device)[None] < dec_lens[:, None]
-    enc_mask = torch.arange(n_enc, device=alignments.device)[None] < enc_lens[:, None]
+    dec_mask = ~make_pad_mask(dec_lens.to(alignments.device), t_dec)
+    enc_mask = ~make_pad_mask(enc_lens.to(alignments.device), n_enc)
     return dec_lens, enc_lens, dec_mask, enc_mask
 
 

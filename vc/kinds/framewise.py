@@ -19,8 +19,8 @@ from vc.config import Config
 from vc.kinds.base import DevViews, ModelKind
 from vc.kinds.losses import SpectralLosses, masked_spectral_loss, with_phonetic
 from vc.kinds.nonautoregressive import ParallelDecoderConfig
+from vc.masks import make_pad_mask
 from vc.model.framewise import FrameWiseOutput, FrameWiseVC, source_durations
-from vc.model.layers import make_pad_mask
 from vc.model.nonautoregressive import runs
 
 log = logging.getLogger(__name__)

@@ -8,8 +8,8 @@ from typing import NamedTuple
 import torch
 from torch.nn import functional as F
 
+from vc.masks import make_pad_mask
 from vc.model import Seq2SeqOutput, decoder_steps
-from vc.model.layers import make_pad_mask
 
 
 class Losses(NamedTuple):
@@ -42,7 +42,7 @@ def stop_labels(lens: torch.Tensor, frames: int) -> tuple[torch.Tensor, torch.Te
     """
     steps = torch.arange(frames, device=lens.device)[None, :]
     labels = (steps == (lens[:, None] - 1)).float()
-    return labels, steps < lens[:, None]
+    return labels, ~make_pad_mask(lens, frames)
 
 
 def stop_loss(stop_logits: torch.Tensor, lens: torch.Tensor, pos_weight: float) -> torch.Tensor:

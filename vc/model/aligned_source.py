@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import torch
 
+from vc.masks import make_pad_mask
+
 
 def aligned_source(
     src: torch.Tensor,
@@ -58,5 +60,5 @@ def aligned_source(
     last = (src_lens.to(device) - 1).clamp(min=0)[:, None].float()
     index = torch.minimum(source_pos.clamp(min=0), last).round().long()  # (B, T_out)
     out = src.gather(1, index[:, :, None].expand(-1, -1, src.shape[2]))
-    keep = torch.arange(frames, device=device)[None, :] < out_lens[:, None].to(device)
+    keep = ~make_pad_mask(out_lens.to(device), frames)
     return out * keep[:, :, None].to(out.dtype)

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from vc.masks import make_pad_mask
 from vc.model.attention import Attention
 from vc.model.layers import Prenet
 
@@ -174,6 +175,6 @@ class Decoder(nn.Module):
                 break
         frames, stop_logits = torch.cat(outputs, dim=1), torch.cat(stops, dim=1)
         length = int(lens.max())
-        keep = (torch.arange(length, device=device)[None, :] < lens[:, None]).unsqueeze(-1)
+        keep = (~make_pad_mask(lens.to(device), length)).unsqueeze(-1)
         frames = frames[:, :length] * keep
         return DecoderOutput(frames, stop_logits[:, :length], torch.stack(alignments, dim=1), lens)

@@ -13,7 +13,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from vc.config import ModelConfig
-from vc.model.layers import MaskedConvStack, Prenet, make_pad_mask
+from vc.masks import make_pad_mask
+from vc.model.layers import MaskedConvStack, Prenet
 
 
 def stack_frames(x: torch.Tensor, lens: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,13 +7,6 @@ from torch import nn
 from torch.nn import functional as F
 
 
-def make_pad_mask(lens: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
-    """(B,) lengths -> (B, max_len) bool mask, True on padding."""
-    max_len = int(lens.max()) if max_len is None else max_len
-    steps = torch.arange(max_len, device=lens.device)
-    return steps[None, :] >= lens[:, None]
-
-
 def dropout(x: torch.Tensor, p: float, active: bool) -> torch.Tensor:
     """Inverted dropout from a uniform draw: same semantics as F.dropout, but
     about 2.5x faster on CPU, where bernoulli_ dominated the training step."""

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from vc.model.layers import make_pad_mask
+from vc.masks import make_pad_mask
 
 
 class Mel2Linear(nn.Module):

@@ -27,8 +27,9 @@ from torch.nn import functional as F
 from torch.profiler import record_function
 
 from vc.config import InferenceConfig, ModelConfig
+from vc.masks import make_pad_mask
 from vc.model.encoder import Encoder
-from vc.model.layers import dropout, make_pad_mask
+from vc.model.layers import dropout
 from vc.model.postnet import Postnet
 
 
@@ -70,7 +71,7 @@ def length_regulate(
     frames = max(frames, 1)
     index, place, length = runs(durations, frames)
     position = place.clamp(min=0).to(memory.dtype) / length.clamp(min=1).to(memory.dtype)
-    keep = (torch.arange(frames, device=memory.device)[None, :] < lens[:, None]).to(memory.dtype)
+    keep = (~make_pad_mask(lens.to(memory.device), frames)).to(memory.dtype)
     expanded = memory.gather(1, index[:, :, None].expand(-1, -1, memory.shape[2])) * keep[:, :, None]
     return expanded, index, position * keep, lens
 

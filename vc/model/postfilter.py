@@ -25,7 +25,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from vc.model.layers import make_pad_mask
+from vc.masks import make_pad_mask
 
 SLOPE = 0.2  # leaky ReLU slope, as in most GAN vocoders and post-filters
 

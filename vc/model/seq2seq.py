@@ -9,10 +9,10 @@ from torch import nn
 from torch.profiler import record_function
 
 from vc.config import InferenceConfig, ModelConfig
+from vc.masks import make_pad_mask
 from vc.model.attention import build_attention
 from vc.model.decoder import Decoder
 from vc.model.encoder import Encoder
-from vc.model.layers import make_pad_mask
 from vc.model.postnet import Postnet
 
 

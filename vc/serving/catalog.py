@@ -11,11 +11,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from vc.artifacts.checkpoint import FORMAT
 from vc.artifacts.pretrained import list_models
-from vc.errors import ConfigError
+from vc.errors import ConfigError, VcError
+from vc.fileio import load_marked
 from vc.inference.converter import Converter
 
 log = logging.getLogger(__name__)
@@ -33,10 +32,10 @@ def is_model_file(path: Path) -> bool:
     """Whether ``path`` is a vc checkpoint or exported model (not a companion network, a durations file or
     a feature cache); memory-mapped, so only the small header is read."""
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:
+        load_marked(path, FORMAT, "model", VcError, map_location="cpu", mmap=True)
+    except VcError:
         return False
-    return isinstance(payload, dict) and payload.get("format") == FORMAT
+    return True
 
 
 def find_models(folder: Path) -> list[ModelEntry]:

@@ -25,6 +25,7 @@ import torch
 from vc.audio import FeatureStats
 from vc.audio.voice_warp import warp_table
 from vc.config import AudioConfig, AugmentConfig
+from vc.masks import make_pad_mask
 
 WARP_GRID = 64  # warp factors are drawn from this many log-spaced values: one gather table
 
@@ -67,7 +68,7 @@ class SourceAugment:
 
         augmented = (warped - mean) / std
         augmented = augmented.masked_fill(self._masks(src_lens, frames, n_mels, device), 0.0)
-        valid = torch.arange(frames, device=device)[None, :] < src_lens.to(device)[:, None]
+        valid = ~make_pad_mask(src_lens.to(device), frames)
         augmented = augmented * valid.unsqueeze(-1)  # padding stays zero, as collate left it
         return torch.where(chosen[:, None, None], augmented, src)
 

@@ -30,7 +30,7 @@ from vc.config import AudioConfig, Mel2LinearConfig
 from vc.errors import DataError
 from vc.inference.converter import pick_device
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
-from vc.model.layers import make_pad_mask
+from vc.masks import make_pad_mask
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
