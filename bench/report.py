@@ -229,7 +229,7 @@ def matched_quality_lines(matched: dict) -> list[str]:
 def training_lines(train: dict, load: dict) -> list[str]:
     lines = [
         "",
-        f"3. Training throughput, {train['config']}, vc.training.trainer.Trainer.train_step on the same fixed batches of "
+        f"3. Training throughput, {train['config']}, the training loop's train_step (vc/training/loop.py) on the same fixed batches of "
         f"{train['single']['batch_size_per_process']} real training utterances, 1 warm-up step per process "
         f"{busy(load)}",
     ]

@@ -21,7 +21,7 @@ when that background load is about 0 %.
 2. Griffin-Lim: vc.audio.griffin_lim.griffin_lim vs librosa.griffinlim (item by item and stacked) and
    torchaudio.transforms.GriffinLim if importable; n_iter=32, momentum=0.99, identical STFT
    settings and identical seeded random initial phases; wall time and spectral convergence.
-3. Training: target frames per second of Trainer.train_step on the default config's batches of 32
+3. Training: target frames per second of the training loop's train_step on the default config's batches of 32
    real training utterances: one process (torch's 2 threads, and 1 thread), two DDP gloo processes
    (torch.set_num_threads(1) each), and two independent 1-thread processes (no DDP: what the machine
    gives two processes); one extra step per process is profiled.

@@ -1,7 +1,8 @@
 """Section 3: training throughput of the default ARCTIC config, one process vs two DDP gloo processes.
 
-Both runs go through vc.training.trainer.Trainer (its model, optimizer, losses and, with two processes, its
-DistributedDataParallel wrapper) and call Trainer.train_step on the same fixed batches of data.batch_size
+Both runs go through the model's training loop (vc.training.trainer.model_loop: its model, optimizer,
+losses and, with two processes, its DistributedDataParallel wrapper) and call Loop.train_step on the
+same fixed batches of data.batch_size
 (32) real training utterances: the length-bucketed batches of BucketBatchSampler's first epoch. Batches 0
 and 1 are warm-up (one per rank); the next 2 x S batches are timed: one process runs all of them,
 with torch's default threads and again with torch.set_num_threads(1) (what each DDP process gets);
@@ -32,6 +33,7 @@ def list_paths(setup: Setup) -> tuple[Path, Path]:
 
 def write_lists(setup: Setup) -> None:
     """A training list with just the pairs the fixed batches need, and a 4-pair dev list."""
+    import vc.kinds  # noqa: F401  (registers the model sections the config is read with)
     from vc.config import load_config
     from vc.pairs import write_pair_list
 
@@ -42,13 +44,11 @@ def write_lists(setup: Setup) -> None:
     write_pair_list(dev, list_pairs(setup, "dev", 4))
 
 
-def fixed_batches(trainer, count: int) -> list[list[int]]:
+def fixed_batches(job, count: int) -> list[list[int]]:
     """The first ``count`` batches of the training sampler's first epoch (dataset indices)."""
     from vc.training.data import BucketBatchSampler
 
-    sampler = BucketBatchSampler(
-        trainer.train_set.lengths(), trainer.config.data.batch_size, trainer.config.train.seed
-    )
+    sampler = BucketBatchSampler(job.train_set.lengths(), job.config.data.batch_size, job.config.train.seed)
     batches = sampler.epoch_batches(0)
     if len(batches) < count:
         raise RuntimeError(f"need {count} batches, the training list gives {len(batches)}")
@@ -71,14 +71,14 @@ def sync(name: str, rank: int, processes: int, ddp: bool, out_dir: str) -> None:
 
 
 def worker(rank: int, processes: int, threads: int, ddp: bool, setup: Setup, port: int, out_dir: str) -> None:
-    """One training process: build the Trainer, warm up, time its share of the batches.
+    """One training process: build the model's training loop, warm up, time its share of the batches.
 
     With ``ddp`` the processes form one DDP gloo job; without, each is an independent
-    single-process Trainer (a check of how two processes share this machine).
+    single-process run (a check of how two processes share this machine).
     """
     from vc.config import load_config
     from vc.training.data import collate
-    from vc.training.trainer import Trainer
+    from vc.training.trainer import model_loop
 
     os.environ.update(
         MASTER_ADDR="127.0.0.1",
@@ -98,15 +98,19 @@ def worker(rank: int, processes: int, threads: int, ddp: bool, setup: Setup, por
             f"data.cache_dir={Path(setup.work_dir) / 'features'}",
         ],
     )
-    trainer = Trainer(config, Path(out_dir) / f"exp_rank{rank}", progress=False)
+    loop = model_loop(config, Path(out_dir) / f"exp_rank{rank}", progress=False)
     steps = setup.sizes.train_steps
-    batches = fixed_batches(trainer, WARMUP_BATCHES + 2 * steps)
+    batches = fixed_batches(loop.job, WARMUP_BATCHES + 2 * steps)
     mine = batches[WARMUP_BATCHES + rank :: processes]
-    data = trainer.train_set
-    trainer.train_step(collate([data[i] for i in batches[rank]]))
+    data = loop.job.train_set
+
+    def step(indices: list[int]) -> dict[str, float]:
+        return loop.train_step(loop.job.prepare(collate([data[i] for i in indices])))
+
+    step(batches[rank])
     sync("start", rank, processes, ddp, out_dir)
     start = time.perf_counter()
-    losses = [trainer.train_step(collate([data[i] for i in b]))["loss/total"] for b in mine]
+    losses = [step(b)["loss/total"] for b in mine]
     sync("end", rank, processes, ddp, out_dir)
     wall = time.perf_counter() - start
     frames = sum(int(data[i][2].shape[0]) for b in mine for i in b)
@@ -122,12 +126,12 @@ def worker(rank: int, processes: int, threads: int, ddp: bool, setup: Setup, por
         "peak_rss_mb": peak_rss_mb(),
     }
     # One more step (every rank takes part: DDP all-reduces) under torch.profiler, after the timing.
-    result["profile"] = profiled(lambda: trainer.train_step(collate([data[i] for i in mine[0]])))
+    result["profile"] = profiled(lambda: step(mine[0]))
     result["profile"]["what"] = (
         f"one train_step, process {rank} of {processes}, {torch.get_num_threads()} thread(s)"
     )
     (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(result))
-    trainer.close()
+    loop.job.close()
     if ddp and processes > 1:
         from torch import distributed as dist
 

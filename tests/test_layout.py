@@ -9,6 +9,7 @@ model / audio -> the base modules), and the graph has no cycle.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -26,10 +27,6 @@ LAYERS = {
     "vc.training": 6, "vc.listening": 6, "vc.serving": 6,
     "vc.cli": 7, "vc.__main__": 8,
 }  # fmt: skip
-# The one upward edge: the model section's settings belong to its kind (vc/kinds/ owns them), and the
-# config reads a section into its kind's class, importing the kinds inside a function when a config is
-# read (so `import vc.config` stays free of torch). The edge is no circle at import time.
-JUSTIFIED = {("vc.config", "vc.kinds")}
 
 
 def module_name(path: Path) -> str:
@@ -60,11 +57,7 @@ def graph() -> dict[str, set[str]]:
         # The root package's lazy attributes (vc.Converter) and a module's own parent packages are
         # not dependencies: Python runs a parent package's __init__ before any submodule.
         parents = {name.rsplit(".", k)[0] for k in range(1, name.count(".") + 1)}
-        edges[name] = {
-            m
-            for m in imports(path, set(found))
-            if m != "vc" and m not in parents and m != name and (name, m) not in JUSTIFIED
-        }
+        edges[name] = {m for m in imports(path, set(found)) if m != "vc" and m not in parents and m != name}
     return edges
 
 
@@ -106,12 +99,29 @@ def test_no_module_imports_another_that_imports_it_back():
     assert not cycles, "\n".join(cycles)
 
 
-def test_the_justified_edge_is_still_a_lazy_one():
-    """vc.config imports vc.kinds only inside functions, never at its top level."""
-    tree = ast.parse((ROOT / "config.py").read_text())
-    top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-    assert not [node for node in top if "kinds" in ast.unparse(node)]
-    assert "from vc import kinds" in (ROOT / "config.py").read_text()
+def test_every_module_that_reads_a_config_imports_the_kinds_that_register_its_sections():
+    """vc.config reads the model section with the classes vc.kinds registers when imported (the config
+    imports nothing above it): a module that reads a config without vc.kinds among its imports would
+    find no kind."""
+    edges = graph()
+
+    def reaches(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for target in edges.get(todo.pop(), ()):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return seen
+
+    reads = re.compile(r"load_config\(|\bConfig\.from_dict\(|\.with_overrides\(|\bConfig\(\)")
+    readers = [
+        name for name, path in modules().items() if name != "vc.config" and reads.search(path.read_text())
+    ]
+    assert "vc.cli.common" in readers and "vc.inference.converter" in readers  # the check sees them
+    assert not [
+        name for name in readers if "vc.kinds" not in reaches(name) and not name.startswith("vc.kinds")
+    ]
 
 
 def test_the_graph_sees_function_level_imports():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -81,17 +82,31 @@ class ModelConfig:
                     raise ConfigError(f"model.{key} must be odd (to keep lengths), got {getattr(self, key)}")
 
 
+# The model kinds' sections by name. A kind owns its settings (vc/kinds/), and vc.kinds, when imported,
+# registers what lists them (its registry of kinds); this module imports nothing above it. So code that
+# reads a config imports vc.kinds first: every module of vc that reads one does (tests/test_layout.py
+# checks it), and so does the suite's conftest.py.
+_SECTIONS: list[Callable[[], dict[str, type[ModelConfig]]]] = []
+
+
+def register_model_sections(sections: Callable[[], dict[str, type[ModelConfig]]]) -> None:
+    """``sections()``: model.kind -> the class of its model section, asked each time a config is read."""
+    _SECTIONS[:] = [sections]
+
+
+def model_sections() -> dict[str, type[ModelConfig]]:
+    if not _SECTIONS:
+        raise ConfigError("no model kinds are registered: import vc.kinds before reading a config")
+    return _SECTIONS[0]()
+
+
 def model_section(kind: str) -> type[ModelConfig]:
-    """The class of model.kind's section: its kind's ``config`` (vc/kinds/); a ConfigError listing the
-    kinds for an unknown name.
-
-    The one import upward from this module (tests/test_layout.py names it): the kinds own their
-    settings and register them with themselves; importing them here, when a config is read, keeps
-    `import vc.config` free of torch.
-    """
-    from vc import kinds
-
-    return kinds.get_kind(kind).config
+    """The class of model.kind's section; a ConfigError listing the kinds for an unknown name."""
+    sections = model_sections()
+    try:
+        return sections[kind]
+    except KeyError:
+        raise ConfigError(f"model.kind must be one of {', '.join(sections)}, got {kind!r}") from None
 
 
 @dataclass
@@ -407,18 +422,14 @@ def _own_keys(section: type) -> set[str]:
 
 def _other_kinds_dropped(model: dict[str, Any], section: type) -> dict[str, Any]:
     """A stored model section without the settings of the kinds it is not (see Config.from_dict)."""
-    from vc import kinds
-
-    others = set().union(*(_own_keys(kind.config) for kind in kinds.KINDS.values())) - _own_keys(section)
+    others = set().union(*map(_own_keys, model_sections().values())) - _own_keys(section)
     return {key: value for key, value in model.items() if key not in others}
 
 
 def _check_model_keys(model: dict[str, Any], section: type) -> None:
     """A key of another kind's section is named as such (an unknown one _build names)."""
-    from vc import kinds
-
     for key in model:
-        owners = [name for name, kind in kinds.KINDS.items() if key in _own_keys(kind.config)]
+        owners = [name for name, other in model_sections().items() if key in _own_keys(other)]
         if owners and key not in _own_keys(section):
             raise ConfigError(
                 f"model.{key} is a setting of model.kind {' / '.join(owners)}, not of {model.get('kind', 'attention')}"

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+import vc.kinds  # noqa: F401  (registers the model sections a config is read with)
 from vc.audio import AUDIO_FORMATS
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import Config, load_config

@@ -2,14 +2,15 @@
 conversion makes for it (vc/kinds/base.py says what a kind answers).
 
 The trainer, the monitor, the Converter, teacher forcing and the durations tools ask
-``get_kind(config.model.kind)``. Adding a kind is one module and one line in KINDS.
+``get_kind(config.model.kind)``. Adding a kind is one module and one line in KINDS. Importing this
+package lets vc.config read each kind's model section (the class KINDS names for it).
 """
 
 from __future__ import annotations
 
 from torch import nn
 
-from vc.config import ModelConfig
+from vc.config import ModelConfig, register_model_sections
 from vc.errors import ConfigError
 from vc.kinds.attention import ATTENTION
 from vc.kinds.base import DevViews, ModelKind
@@ -17,6 +18,8 @@ from vc.kinds.framewise import FRAMEWISE
 from vc.kinds.nonautoregressive import NONAUTOREGRESSIVE
 
 KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE, FRAMEWISE)}
+# Reading a config needs each kind's section (vc/config.py): what KINDS holds when the config is read.
+register_model_sections(lambda: {name: kind.config for name, kind in KINDS.items()})
 
 
 def get_kind(name: str) -> ModelKind:

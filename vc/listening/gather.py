@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+import vc.kinds  # noqa: F401  (registers the model sections a config is read with)
 from vc.config import AudioConfig, load_config
 from vc.errors import DataError, VcError
 

@@ -221,13 +221,15 @@ class ModelJob(Job):
         )
 
     def batches(self, step: int):
-        """The training batches on the device, augmented (training batches only: dev losses stay
-        comparable across runs)."""
-        for batch in self._loader(step):
-            batch = batch.to(self.device)
-            if self.augment is not None:
-                batch = dataclasses.replace(batch, src=self.augment(batch.src, batch.src_lens))
-            yield batch
+        return map(self.prepare, self._loader(step))
+
+    def prepare(self, batch):
+        """A training batch on the device, augmented (training batches only: dev losses stay comparable
+        across runs)."""
+        batch = batch.to(self.device)
+        if self.augment is not None:
+            batch = dataclasses.replace(batch, src=self.augment(batch.src, batch.src_lens))
+        return batch
 
     def updates(self, batch, step: int):
         model = self.ddp or self.model
