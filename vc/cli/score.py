@@ -66,7 +66,8 @@ def run(args) -> None:
     import json
 
     from vc.evaluation.metrics import require_analysis_libraries
-    from vc.evaluation.scoring import TABLE_COLUMNS, format_table
+    from vc.evaluation.registry import columns
+    from vc.evaluation.scoring import format_table
     from vc.evaluation.systems import json_ready, score_against_references
     from vc.fileio import atomic_write_text, refuse_overwrite
 
@@ -95,5 +96,5 @@ def run(args) -> None:
     if args.out:
         atomic_write_text(Path(args.out), "\n".join([table, *notes]) + "\n")
     if args.json:
-        result["columns"] = [list(column) for column in TABLE_COLUMNS]
+        result["columns"] = [[c.title, c.key, c.fmt, c.lower_is_better] for c in columns()]
         atomic_write_text(Path(args.json), json.dumps(json_ready(result), indent=1) + "\n")

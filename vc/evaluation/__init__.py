@@ -1,7 +1,8 @@
 """What listeners judge, measured by offline models (Voice Conversion Challenge practice).
 
-One module per metric family; each imports its optional dependencies lazily,
-so `vc score` works without them and says which columns are missing:
+One module per metric family, each holding one Metric (metric.py) listed once in registry.py;
+each imports its optional dependencies lazily, so `vc score` works without them and says which
+columns are missing:
 
 * ``transcripts``  transcripts (CMU ARCTIC ``etc/txt.done.data`` or ``utt<TAB>text``),
                    text normalisation and word/character edit distances;
@@ -11,5 +12,5 @@ so `vc score` works without them and says which columns are missing:
 * ``optional``     importing those packages quietly, and saying how to get them.
 
 Spectral and prosodic distances (MCD, F0) live in vc.evaluation.metrics; folders and
-tables in vc.evaluation.scoring.
+tables in vc.evaluation.scoring, which runs the registry's families.
 """

@@ -18,20 +18,17 @@ from pathlib import Path
 import numpy as np
 
 from vc.errors import DataError
-from vc.evaluation.scoring import TABLE_COLUMNS
+from vc.evaluation import registry
 
-COMPARED = ("wer", "cer", "mcd", "f0_rmse", "sim_target", "mos_ovrl")  # `vc score`'s keys, in this order
-POOLED = {
-    "wer": ("word_edits", "words"),
-    "cer": ("char_edits", "chars"),
-}  # as vc.evaluation.scoring.summarize pools
-# (label, per-utterance key or (edits, total), signed format), with `vc score`'s table titles and precision
-METRICS = tuple(
-    (title, POOLED.get(key, key), fmt.replace("{:", "{:+"))
-    for key in COMPARED
-    for title, column, fmt in TABLE_COLUMNS
-    if column == key
-)
+
+def compared_metrics() -> list[tuple[str, str | tuple[str, str], str]]:
+    """(label, per-utterance key or (edits, total) when pooled, signed format) of the registry's headline
+    columns, with `vc score`'s titles and precision."""
+    return [
+        (column.title, column.pooled or column.key, column.fmt.replace("{:", "{:+"))
+        for column in registry.columns()
+        if column.headline
+    ]
 
 
 def metric(rows: list[dict], key, draws: np.ndarray) -> np.ndarray:
@@ -59,7 +56,7 @@ def compare(a: dict, b: dict, resamples: int = 2000, seed: int = 0) -> tuple[int
     everything = np.arange(len(ids))[None, :]
     draws = np.random.default_rng(seed).integers(0, len(ids), size=(resamples, len(ids)))
     out = []
-    for label, key, fmt in METRICS:
+    for label, key, fmt in compared_metrics():
         needed = key if isinstance(key, tuple) else (key,)
         if not all(k in row for k in needed for row in rows_a + rows_b):
             continue

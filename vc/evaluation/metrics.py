@@ -26,9 +26,10 @@ import numpy as np
 from scipy.ndimage import median_filter
 from scipy.spatial.distance import cdist
 
-from vc.audio import prepare_wave
+from vc.audio import prepare_wave, read_audio
 from vc.config import AudioConfig
 from vc.errors import DataError, MissingPackageError
+from vc.evaluation.metric import Column, FileJob, Metric
 from vc.evaluation.optional import INSTALL_HINT, missing, pkg_resources_stand_in
 
 FRAME_PERIOD_MS = 5.0
@@ -311,3 +312,26 @@ def score_pair(
 # ---------------------------------------------------------------------------
 # Folders and tables
 # ---------------------------------------------------------------------------
+
+
+class Distances(Metric):
+    """MCD, F0 RMSE and correlation, and the duration ratio against the same utterance of the reference
+    (every row scored against one; the reference itself is not)."""
+
+    name = "distances"
+    optional = False  # `vc score` always computes them (require_analysis_libraries fails early without)
+    columns = (
+        Column("MCD [dB]", "mcd", "{:.2f}", lower_is_better=True, headline=True),
+        Column("F0 RMSE [Hz]", "f0_rmse", "{:.1f}", lower_is_better=True, headline=True),
+        Column("F0 corr", "f0_corr", "{:.3f}"),
+        Column("duration ratio", "duration_ratio", "{:.3f}"),
+    )
+
+    def score(self, model, wave: np.ndarray, job: FileJob) -> dict:
+        if job.reference is None:
+            return {}
+        config = AudioConfig(sample_rate=job.sample_rate, trim_top_db=0.0)
+        return score_pair(wave, read_audio(job.reference, config), job.sample_rate, job.f0_method)
+
+
+DISTANCES = Distances()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vc.evaluation.metric import Column, FileJob, Metric
 from vc.evaluation.optional import INSTALL_HINT, missing
 
 MODULES = ("speechmos", "onnxruntime")
@@ -73,3 +74,26 @@ class MosPredictor:
             name: float(np.mean(CALIBRATION[name](raw[:, k])))
             for k, name in enumerate(("sig", "bak", "ovrl"))
         }
+
+
+class Naturalness(Metric):
+    """DNSMOS P.835's overall and signal MOS, means over utterances."""
+
+    name = "naturalness"
+    columns = (
+        Column("MOS ovrl", "mos_ovrl", "{:.2f}", headline=True),
+        Column("MOS sig", "mos_sig", "{:.2f}"),
+    )
+
+    def unavailable(self) -> str | None:
+        return unavailable()
+
+    def load(self) -> MosPredictor:
+        return MosPredictor()
+
+    def score(self, model: MosPredictor, wave: np.ndarray, job: FileJob) -> dict:
+        mos = model(wave)
+        return {"mos_ovrl": mos["ovrl"], "mos_sig": mos["sig"]}
+
+
+NATURALNESS = Naturalness()

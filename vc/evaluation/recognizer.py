@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from vc.evaluation.metric import Column, FileJob, Metric
 from vc.evaluation.optional import INSTALL_HINT, missing, pkg_resources_stand_in
+from vc.evaluation.transcripts import error_counts
 
 MODULES = ("pocketsphinx",)
 SAMPLE_RATE = 16000
@@ -44,3 +46,43 @@ class Recognizer:
         self.decoder.end_utt()
         hypothesis = self.decoder.hyp()
         return hypothesis.hypstr if hypothesis is not None else ""
+
+
+class Intelligibility(Metric):
+    """Word and character error rates of the recogniser's text against the transcript, pooled over the
+    utterances' words and characters."""
+
+    name = "intelligibility"
+    columns = (
+        Column(
+            "WER [%]", "wer", "{:.1f}", lower_is_better=True, headline=True, pooled=("word_edits", "words")
+        ),
+        Column(
+            "CER [%]", "cer", "{:.1f}", lower_is_better=True, headline=True, pooled=("char_edits", "chars")
+        ),
+    )
+
+    def unavailable(self) -> str | None:
+        return unavailable()
+
+    def missing_input(self, transcripts, speakers) -> str | None:
+        if not transcripts:
+            return "WER/CER: no transcripts (ARCTIC etc/txt.done.data beside the references, or --text)"
+        return None
+
+    def load(self) -> Recognizer:
+        return Recognizer()
+
+    def score(self, model: Recognizer, wave: np.ndarray, job: FileJob) -> dict:
+        if job.text is None:
+            return {}
+        hypothesis = model(wave)
+        return {**error_counts(job.text, hypothesis), "hypothesis": hypothesis}
+
+    def finish(self, row: dict, found: dict) -> None:
+        if "words" in row:
+            row["wer"] = 100.0 * row["word_edits"] / max(row["words"], 1)
+            row["cer"] = 100.0 * row["char_edits"] / max(row["chars"], 1)
+
+
+INTELLIGIBILITY = Intelligibility()

@@ -37,30 +37,11 @@ from vc.audio.dsp import with_silence
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import AudioConfig, Config
 from vc.errors import DataError, VcError
-from vc.evaluation import naturalness, recognizer, speaker
-from vc.evaluation.metrics import score_pair
-from vc.evaluation.transcripts import error_counts
+from vc.evaluation import registry, speaker
+from vc.evaluation.metric import FileJob
 from vc.fileio import atomic_write_text
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 
-# (title, key, format): the table's columns in order; lower is better for mcd,
-# f0_rmse, wer, cer and sim_source, higher for the others.
-TABLE_COLUMNS = (
-    ("MCD [dB]", "mcd", "{:.2f}"),
-    ("F0 RMSE [Hz]", "f0_rmse", "{:.1f}"),
-    ("F0 corr", "f0_corr", "{:.3f}"),
-    ("duration ratio", "duration_ratio", "{:.3f}"),
-    ("WER [%]", "wer", "{:.1f}"),
-    ("CER [%]", "cer", "{:.1f}"),
-    ("sim to tgt", "sim_target", "{:.3f}"),
-    ("sim to src", "sim_source", "{:.3f}"),
-    ("closer to tgt [%]", "closer_to_target", "{:.0f}"),
-    ("MOS ovrl", "mos_ovrl", "{:.2f}"),
-    ("MOS sig", "mos_sig", "{:.2f}"),
-    ("utterances", "utterances", "{:d}"),
-)
-DISTANCE_KEYS = ("mcd", "f0_rmse", "f0_corr", "duration_ratio")
-FAMILIES = {"intelligibility": recognizer, "similarity": speaker, "naturalness": naturalness}
 # Speaker centroids use at most this many training files per speaker, spread over the list.
 CENTROID_FILES = 50
 
@@ -75,18 +56,6 @@ class System:
 
 
 @dataclass
-class Job:
-    row: str
-    utt: str
-    path: Path
-    sample_rate: int
-    reference: Path | None = None
-    text: str | None = None
-    families: tuple[str, ...] = ()
-    f0_method: str = "dio"
-
-
-@dataclass
 class _Models:
     """Per-process evaluation models, loaded on first use."""
 
@@ -94,11 +63,7 @@ class _Models:
 
     def get(self, family: str):
         if family not in self.loaded:
-            self.loaded[family] = {
-                "intelligibility": recognizer.Recognizer,
-                "similarity": speaker.SpeakerEncoder,
-                "naturalness": naturalness.MosPredictor,
-            }[family]()
+            self.loaded[family] = registry.families()[family].load()
         return self.loaded[family]
 
 
@@ -112,22 +77,14 @@ def _worker_init() -> None:
     warnings.simplefilter("ignore")
 
 
-def _run_job(job: Job) -> dict:
+def _run_job(job: FileJob) -> dict:
     """Worker: every requested score of one file; errors name the utterance."""
     config = AudioConfig(sample_rate=job.sample_rate, trim_top_db=0.0)
     try:
         wave = read_audio(job.path, config)
         row: dict = {}
-        if job.reference is not None:
-            row.update(score_pair(wave, read_audio(job.reference, config), job.sample_rate, job.f0_method))
-        if "intelligibility" in job.families and job.text is not None:
-            hypothesis = _MODELS.get("intelligibility")(wave)
-            row.update(error_counts(job.text, hypothesis), hypothesis=hypothesis)
-        if "similarity" in job.families:
-            row["embedding"] = _MODELS.get("similarity")(wave)
-        if "naturalness" in job.families:
-            mos = _MODELS.get("naturalness")(wave)
-            row.update(mos_ovrl=mos["ovrl"], mos_sig=mos["sig"])
+        for name in job.families:
+            row.update(registry.families()[name].score(_MODELS.get(name), wave, job))
         return row
     except VcError as exc:
         raise type(exc)(f"{job.utt} ({job.path}): {exc}") from None
@@ -163,12 +120,16 @@ def _match_files(converted_dir: Path, reference_dir: Path, only=None) -> list[tu
     return [(utt, converted[utt], references[utt]) for utt in converted]
 
 
-def available_families(wanted: Iterable[str] = FAMILIES) -> tuple[list[str], list[str]]:
-    """(families that can run here, one line for each that cannot)."""
+def available_families(wanted: Iterable[str] | None = None) -> tuple[list[str], list[str]]:
+    """(families that can run here, one line for each that cannot); ``wanted``: optional families
+    (default all), in the registry's order, after those always computed."""
+    wanted = registry.optional_families() if wanted is None else tuple(wanted)
     ready, missing = [], []
-    for family in wanted:
-        reason = FAMILIES[family].unavailable()
-        (missing if reason else ready).append(reason or family)
+    for metric in registry.METRICS:
+        if metric.optional and metric.name not in wanted:
+            continue
+        reason = metric.unavailable()
+        (missing if reason else ready).append(reason or metric.name)
     return ready, missing
 
 
@@ -179,7 +140,7 @@ def _spread(paths: list[Path], count: int) -> list[Path]:
     return [paths[int(k * len(paths) / count)] for k in range(count)]
 
 
-def _run_pool(jobs: list[Job], workers: int, progress: bool) -> list[dict]:
+def _run_pool(jobs: list[FileJob], workers: int, progress: bool) -> list[dict]:
     workers = max(1, min(workers, len(jobs)))
     rows = []
     with show_progress(total=len(jobs), desc="scoring", unit="file", disable=not progress) as bar:
@@ -208,7 +169,7 @@ def score_systems(
     sample_rate: int = 16000,
     transcripts: dict[str, str] | None = None,
     speakers: dict[str, list[Path]] | None = None,
-    families: Iterable[str] = FAMILIES,
+    families: Iterable[str] | None = None,
     workers: int = 2,
     progress: bool = True,
     f0_method: str = "dio",
@@ -227,12 +188,11 @@ def score_systems(
     """
     reference_dir = Path(reference_dir)
     ready, missing = available_families(families)
-    if "intelligibility" in ready and not transcripts:
-        ready.remove("intelligibility")
-        missing.append("WER/CER: no transcripts (ARCTIC etc/txt.done.data beside the references, or --text)")
-    if "similarity" in ready and not (speakers and speakers.get("target")):
-        ready.remove("similarity")
-        missing.append("speaker similarity: no training files for the speaker centroids (--train-list)")
+    for name in list(ready):
+        reason = registry.families()[name].missing_input(transcripts, speakers)
+        if reason:
+            ready.remove(name)
+            missing.append(reason)
     first = _match_files(systems[0].folder, reference_dir)
     utts = [utt for utt, _, _ in first]
     references = {utt: ref for utt, _, ref in first}
@@ -245,7 +205,7 @@ def score_systems(
         for utt in utts:
             files[utt][system.name] = str(found[utt])
             jobs.append(
-                Job(
+                FileJob(
                     system.name,
                     utt,
                     found[utt],
@@ -263,7 +223,8 @@ def score_systems(
         for role, paths in chosen.items():
             if role not in cached:
                 jobs += [
-                    Job(f"centroid:{role}", p.stem, p, sample_rate, families=("similarity",)) for p in paths
+                    FileJob(f"centroid:{role}", p.stem, p, sample_rate, families=("similarity",))
+                    for p in paths
                 ]
     results = _run_pool(jobs, workers, progress)
     centroids = {**_centroids(jobs, results), **cached}
@@ -299,7 +260,7 @@ def _write_centroids(path: Path, chosen: dict[str, list[Path]], centroids: dict[
     atomic_write_text(Path(path), json.dumps(cache) + "\n")
 
 
-def _centroids(jobs: list[Job], results: list[dict]) -> dict[str, np.ndarray]:
+def _centroids(jobs: list[FileJob], results: list[dict]) -> dict[str, np.ndarray]:
     embeddings: dict[str, list[np.ndarray]] = {}
     for job, result in zip(jobs, results, strict=True):
         if job.row.startswith("centroid:"):
@@ -308,31 +269,24 @@ def _centroids(jobs: list[Job], results: list[dict]) -> dict[str, np.ndarray]:
 
 
 def summarize(per_utt: dict[str, dict], centroids: dict[str, np.ndarray]) -> dict:
-    """Means over utterances (NaNs skipped); error rates pooled over words and characters.
+    """Each family's per-utterance values finished (vc/evaluation/metric.py), then each column summed
+    up over utterances: means (NaNs skipped), error rates pooled over words and characters.
 
-    Keys: mcd, f0_rmse, f0_corr, duration_ratio, wer and cer [%], sim_target,
-    sim_source, closer_to_target [% of files], mos_ovrl, mos_sig, utterances,
+    Keys: the registry's columns (vc/evaluation/registry.py) that any utterance has, utterances, and
     per_utterance (the same per file, with the recognised text as hypothesis).
     """
+    found = {"centroids": centroids}
     for row in per_utt.values():
-        embedding = row.pop("embedding", None)
-        if embedding is not None:
-            for role, key in (("target", "sim_target"), ("source", "sim_source")):
-                if role in centroids:
-                    row[key] = speaker.cosine(embedding, centroids[role])
-        if "words" in row:
-            row["wer"] = 100.0 * row["word_edits"] / max(row["words"], 1)
-            row["cer"] = 100.0 * row["char_edits"] / max(row["chars"], 1)
+        for metric in registry.METRICS:
+            metric.finish(row, found)
     rows = list(per_utt.values())
     summary: dict = {"utterances": len(rows)}
-    for key in (*DISTANCE_KEYS, "sim_target", "sim_source", "mos_ovrl", "mos_sig"):
-        if any(key in row for row in rows):
-            summary[key] = _mean([row.get(key, math.nan) for row in rows])
-    if any("words" in row for row in rows):
-        summary["wer"] = _pooled(rows, "word_edits", "words")
-        summary["cer"] = _pooled(rows, "char_edits", "chars")
-    if rows and all("sim_target" in row and "sim_source" in row for row in rows):
-        summary["closer_to_target"] = 100.0 * np.mean([r["sim_target"] > r["sim_source"] for r in rows])
+    for column in registry.columns():
+        if column.pooled is not None:
+            if any(column.pooled[1] in row for row in rows):
+                summary[column.key] = _pooled(rows, *column.pooled)
+        elif column.key != "utterances" and any(column.key in row for row in rows):
+            summary[column.key] = _mean([row.get(column.key, math.nan) for row in rows])
     summary["per_utterance"] = per_utt
     return summary
 
@@ -347,11 +301,11 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(finite)) if finite else math.nan
 
 
-def format_table(rows: dict[str, dict], columns=TABLE_COLUMNS, first: str = "system") -> str:
-    """Plain-text table, one line per row, one column per metric (title, key, format) that any row has.
-
-    A missing or NaN value prints as "-".
+def format_table(rows: dict[str, dict], columns=None, first: str = "system") -> str:
+    """Plain-text table, one line per row, one column per metric (title, key, format; default: the
+    registry's) that any row has. A missing or NaN value prints as "-".
     """
+    columns = registry.table_columns() if columns is None else columns
     columns = [c for c in columns if any(c[1] in scores for scores in rows.values())]
     header = [first] + [title for title, _, _ in columns]
     body = [

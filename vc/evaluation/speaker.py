@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from vc.evaluation.metric import Column, FileJob, Metric
 from vc.evaluation.optional import INSTALL_HINT, missing, pkg_resources_stand_in
 
 MODULES = ("resemblyzer", "webrtcvad")
@@ -50,3 +51,42 @@ def centroid(embeddings: list[np.ndarray]) -> np.ndarray:
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+class Similarity(Metric):
+    """Cosines of each file's embedding to the target's and the source's centroids (embedded from their
+    training files by the same workers), and the share of files closer to the target."""
+
+    name = "similarity"
+    columns = (
+        Column("sim to tgt", "sim_target", "{:.3f}", headline=True),
+        Column("sim to src", "sim_source", "{:.3f}", lower_is_better=True),
+        Column("closer to tgt [%]", "closer_to_target", "{:.0f}"),
+    )
+
+    def unavailable(self) -> str | None:
+        return unavailable()
+
+    def missing_input(self, transcripts, speakers) -> str | None:
+        if not (speakers and speakers.get("target")):
+            return "speaker similarity: no training files for the speaker centroids (--train-list)"
+        return None
+
+    def load(self) -> SpeakerEncoder:
+        return SpeakerEncoder()
+
+    def score(self, model: SpeakerEncoder, wave: np.ndarray, job: FileJob) -> dict:
+        return {"embedding": model(wave)}
+
+    def finish(self, row: dict, found: dict) -> None:
+        embedding = row.pop("embedding", None)
+        centroids = found.get("centroids", {})
+        if embedding is not None:
+            for role, key in (("target", "sim_target"), ("source", "sim_source")):
+                if role in centroids:
+                    row[key] = cosine(embedding, centroids[role])
+        if "sim_target" in row and "sim_source" in row:
+            row["closer_to_target"] = 100.0 if row["sim_target"] > row["sim_source"] else 0.0
+
+
+SIMILARITY = Similarity()

@@ -19,6 +19,7 @@ import numpy as np
 import vc.kinds  # noqa: F401  (registers the model sections a config is read with)
 from vc.config import AudioConfig, load_config
 from vc.errors import DataError, VcError
+from vc.evaluation import registry
 
 log = logging.getLogger(__name__)
 
@@ -36,21 +37,6 @@ ROLE_TITLES = {
     "target": "target (natural)",
     "ceiling": "Griffin-Lim ceiling",
 }
-LOWER_IS_BETTER = {"mcd", "f0_rmse", "wer", "cer", "sim_source"}
-# Keys vc score writes, in the order of its table, for runs whose scores.json has no "columns".
-DEFAULT_COLUMNS = [
-    ("MCD [dB]", "mcd", "{:.2f}"),
-    ("F0 RMSE [Hz]", "f0_rmse", "{:.1f}"),
-    ("F0 corr", "f0_corr", "{:.3f}"),
-    ("duration ratio", "duration_ratio", "{:.3f}"),
-    ("WER [%]", "wer", "{:.1f}"),
-    ("CER [%]", "cer", "{:.1f}"),
-    ("sim to tgt", "sim_target", "{:.3f}"),
-    ("sim to src", "sim_source", "{:.3f}"),
-    ("MOS ovrl", "mos_ovrl", "{:.2f}"),
-    ("MOS sig", "mos_sig", "{:.2f}"),
-    ("utterances", "utterances", "{:d}"),
-]
 MODEL_ROW = "model"
 _LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 
@@ -60,10 +46,13 @@ class Column:
     title: str
     key: str
     fmt: str
+    lower: bool | None = None  # scores.json's fourth entry; older files: what the metric registry says
 
     @property
     def lower_is_better(self) -> bool:
-        return self.key in LOWER_IS_BETTER
+        if self.lower is not None:
+            return bool(self.lower)
+        return any(c.key == self.key and c.lower_is_better for c in registry.columns())
 
     def cell(self, value) -> str:
         number = as_number(value)
@@ -237,8 +226,10 @@ def _read_scores(exp: Experiment, path: Path) -> dict:
         exp.notes.append(f"{path} is not a vc score JSON file ({exc}): players only")
         return {}
     exp.rows = {name: {k: v for k, v in row.items() if k != "per_utterance"} for name, row in rows.items()}
-    declared = [Column(*column) for column in scores.get("columns") or DEFAULT_COLUMNS]
-    exp.titles = {c.key: c for c in [*map(lambda c: Column(*c), DEFAULT_COLUMNS), *declared]}
+    # The registry's columns (vc/evaluation/registry.py) for runs whose scores.json has none.
+    known = [Column(c.title, c.key, c.fmt, c.lower_is_better) for c in registry.columns()]
+    declared = [Column(*column) for column in scores["columns"]] if scores.get("columns") else known
+    exp.titles = {c.key: c for c in [*known, *declared]}
     present = {key for row in rows.values() for key in row}
     exp.columns = [c for c in declared if c.key in present]
     exp.missing = [str(line) for line in scores.get("missing", [])]

@@ -6,8 +6,9 @@
                           EXP/unseen_scores.txt
 
 Columns: the recognizer's WER on the input itself (how intelligible the voice
-was before conversion), then the converted speech's WER, CER, MCD and F0 RMSE
-against the natural target, similarity to the target's centroid and predicted MOS.
+was before conversion), then the converted speech's headline columns of the metric
+registry (vc/evaluation/registry.py: MCD, F0 RMSE, WER, CER, similarity to the
+target's centroid, predicted MOS) and the utterance count.
 """
 
 from __future__ import annotations
@@ -16,12 +17,16 @@ import json
 import sys
 from pathlib import Path
 
-from vc.evaluation.scoring import TABLE_COLUMNS, format_table, summarize
+from vc.evaluation.registry import UTTERANCES, columns
+from vc.evaluation.scoring import format_table, summarize
 from vc.fileio import atomic_write_text
 
 MODEL_ROW, INPUT_ROW = "model", "no conversion (source)"
-SHOWN = ("wer", "cer", "mcd", "f0_rmse", "sim_target", "mos_ovrl", "utterances")
-COLUMNS = (("input WER [%]", "input_wer", "{:.1f}"),) + tuple(c for c in TABLE_COLUMNS if c[1] in SHOWN)
+
+
+def table_columns() -> list[tuple[str, str, str]]:
+    shown = [c for c in columns() if c.headline] + [UTTERANCES]
+    return [("input WER [%]", "input_wer", "{:.1f}")] + [(c.title, c.key, c.fmt) for c in shown]
 
 
 def subset(row: dict, utts: set[str]) -> dict:
@@ -56,7 +61,7 @@ def main() -> None:
         rows["seen source (the training source)"] = voice_row(json.loads(seen.read_text()), utts)
     rows.update({f"unseen: {name}": voice_row(scores, utts) for name, scores in unseen.items()})
     table = (
-        format_table(rows, COLUMNS, first="input voice")
+        format_table(rows, table_columns(), first="input voice")
         + f"\n({len(utts)} eval utterances each; WER of the input itself, then of the converted speech)"
     )
     print(table)

@@ -1,0 +1,70 @@
+"""What a metric family is to `vc score`, `vc compare`, the listening report and the held-out voices' table.
+
+A family (the distances to the reference, the recogniser's error rates, speaker similarity, predicted MOS)
+is one module holding one Metric, listed once in vc/evaluation/registry.py: its columns (title, key,
+format, which way is better, how utterances sum up), what it needs, and how it scores one file in a
+scoring worker. Nothing else names a metric.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Column:
+    """One number of the score table, per utterance and per row."""
+
+    title: str  # the table's heading
+    key: str  # the per-utterance and per-row key in scores.json
+    fmt: str  # its format in tables
+    lower_is_better: bool = False
+    headline: bool = False  # in `vc compare` and the short tables (the held-out voices')
+    pooled: tuple[str, str] | None = (
+        None  # (edits, total) keys: 100 x their sums over utterances, else a mean
+    )
+
+
+@dataclass
+class FileJob:
+    """One file to score: the row (system) it belongs to, its utterance, path and what it is scored against."""
+
+    row: str
+    utt: str
+    path: Path
+    sample_rate: int
+    reference: Path | None = None  # the natural target of the same utterance, for the distances
+    text: str | None = None  # its transcript, for the error rates
+    families: tuple[str, ...] = ()
+    f0_method: str = "dio"
+
+
+class Metric:
+    """A metric family. ``score`` runs in a scoring worker, once per file, with the model ``load`` made
+    there; ``finish`` turns a file's raw values into its columns' (with what the whole run found, e.g. the
+    speaker centroids), once every file is scored."""
+
+    name = ""
+    columns: tuple[Column, ...] = ()
+    optional = True  # `vc score` may leave it out (its package missing, or not asked for)
+
+    def unavailable(self) -> str | None:
+        """Why the family cannot run here (a missing package, and how to get it), or None."""
+        return None
+
+    def missing_input(self, transcripts: dict | None, speakers: dict | None) -> str | None:
+        """Why this scoring cannot compute it (no transcripts, no speaker files), or None."""
+        return None
+
+    def load(self) -> Any:
+        return None
+
+    def score(self, model: Any, wave: np.ndarray, job: FileJob) -> dict:
+        raise NotImplementedError
+
+    def finish(self, row: dict, found: dict) -> None:
+        """Turn ``row``'s raw values (one utterance) into its columns' values, in place."""
