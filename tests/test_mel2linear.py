@@ -219,3 +219,52 @@ def test_mel2linear_train_learns_from_predicted_mels_too(model_checkpoint, tmp_p
     folder_argv.append("--overwrite")
     assert main(folder_argv) == 1
     assert "needs pair lists" in capsys.readouterr().err
+
+
+def test_an_interrupted_training_resumes_to_the_same_network_and_keeps_no_state_once_saved(
+    tmp_path, monkeypatch
+):
+    """The one loop's checkpoints and --resume, for a network saved once at the end (OUT_training/)."""
+    from vc.artifacts.mel2linear import read_mel2linear_payload
+    from vc.config import Mel2LinearConfig
+    from vc.training.loop import Loop
+    from vc.training.mel2linear import train_mel2linear
+
+    folder = tmp_path / "wavs"
+    folder.mkdir()
+    for k in range(4):
+        sf.write(folder / f"utt{k}.wav", speech_like(0.6, sr=8000, seed=k), 8000)
+    options = Mel2LinearConfig(
+        channels=8,
+        layers=1,
+        batch_size=2,
+        crop_frames=16,
+        max_steps=6,
+        max_minutes=0,
+        valid_files=1,
+        valid_every=3,
+    )
+    straight = tmp_path / "straight" / "mel2linear.pt"
+    train_mel2linear([folder], SMALL, straight, options, progress=False)
+    assert not (tmp_path / "straight" / "mel2linear_training").exists()  # saved: no state left
+
+    save = Loop._save
+
+    def crash_after_step_3(loop, improved):
+        save(loop, improved)
+        if loop.step == 3:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "resumed" / "mel2linear.pt"
+    monkeypatch.setattr(Loop, "_save", crash_after_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        train_mel2linear([folder], SMALL, out, options, progress=False)
+    monkeypatch.setattr(Loop, "_save", save)
+    assert not out.exists() and (tmp_path / "resumed" / "mel2linear_training" / "step0000003.pt").is_file()
+    with pytest.raises(CheckpointError, match="--resume continues it"):  # a new run must not write over it
+        train_mel2linear([folder], SMALL, out, options, progress=False)
+    info = train_mel2linear([folder], SMALL, out, options, progress=False, resume=True)
+    assert info["steps"] == 6
+    ours, theirs = read_mel2linear_payload(out)["model"], read_mel2linear_payload(straight)["model"]
+    assert all(torch.equal(ours[name], theirs[name]) for name in theirs)
+    assert not (tmp_path / "resumed" / "mel2linear_training").exists()

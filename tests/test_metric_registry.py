@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 
+from tests.helpers import needs
 from tests.synthetic_exp import UTTS, make_experiment
 from vc.audio import read_audio, write_audio
 from vc.cli import main
@@ -26,6 +27,7 @@ class Loudness(Metric):
 
 
 def test_a_new_metric_shows_up_in_score_compare_and_the_report(tmp_path, monkeypatch, capsys):
+    needs("pyworld", "pysptk")  # vc score's distances
     monkeypatch.setattr(registry, "METRICS", (*registry.METRICS, Loudness()))  # the one registry line
     exp = make_experiment(tmp_path, with_scores=False)
     converted, quieter = exp / "converted" / "eval", tmp_path / "quieter"

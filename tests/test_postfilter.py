@@ -219,3 +219,41 @@ def test_an_l1_only_post_filter_never_builds_a_discriminator(model_checkpoint, t
     )
     info = train_postfilter([pairs], path, tmp_path / "l1.pt", options, progress=False)
     assert info["steps"] == 3 and info["adversarial"] is False and info["valid_l1"] != info["valid_l1_before"]
+
+
+def test_an_interrupted_adversarial_training_resumes_to_the_same_generator(
+    model_checkpoint,
+    tmp_path,
+    monkeypatch,  # noqa: F811
+):
+    """Both players' weights and optimizers, the crop stream and the RNG come back from OUT_training/."""
+    from vc.artifacts.postfilter import read_postfilter_payload
+    from vc.training.loop import Loop
+
+    path, _ = model_checkpoint
+    pairs = write_pair_list(tmp_path, 3)
+    options = PostfilterConfig(
+        max_steps=4, warmup_steps=1, batch_size=2, crop_frames=8, valid_files=1, channels=8, max_minutes=0
+    )
+    straight = tmp_path / "straight" / "postfilter.pt"
+    train_postfilter([pairs], path, straight, options, progress=False)
+    step = Loop.train_step
+
+    def stopped_after_step_2(loop, batch):  # a state saved at step 2, then the run dies
+        stats = step(loop, batch)
+        if loop.step == 2:
+            loop._evaluate_and_keep()
+            raise KeyboardInterrupt
+        return stats
+
+    out = tmp_path / "resumed" / "postfilter.pt"
+    monkeypatch.setattr(Loop, "train_step", stopped_after_step_2)
+    with pytest.raises(KeyboardInterrupt):
+        train_postfilter([pairs], path, out, options, progress=False)
+    monkeypatch.setattr(Loop, "train_step", step)
+    assert (tmp_path / "resumed" / "postfilter_training" / "step0000002.pt").is_file()
+    info = train_postfilter([pairs], path, out, options, progress=False, resume=True)
+    assert info["steps"] == 4
+    ours, theirs = read_postfilter_payload(out), read_postfilter_payload(straight)
+    assert ours["info"]["valid_l1_before"] == theirs["info"]["valid_l1_before"]
+    assert all(torch.equal(ours["model"][name], theirs["model"][name]) for name in theirs["model"])

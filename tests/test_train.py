@@ -92,13 +92,25 @@ def test_resume_reads_checkpoints_onto_the_cpu(tmp_path, monkeypatch):
     train(config, tmp_path / "exp", progress=False)
     seen = []
 
-    def recording(path, map_location="cpu"):
+    def recording(path, map_location="cpu", **options):
         seen.append(map_location)
-        return load_checkpoint(path, map_location=map_location)
+        return load_checkpoint(path, map_location=map_location, **options)
 
     monkeypatch.setattr("vc.training.loop.load_checkpoint", recording)
     model_loop(config, tmp_path / "exp", resume=True, progress=False).job.close()
     assert seen == ["cpu"]
+
+
+def test_a_new_run_never_writes_over_an_earlier_runs_checkpoints(tmp_path):
+    """Without --resume a second run into the same folder wrote its step 3 over the first run's and its
+    best.pt over the first run's best (and pruning keeps the highest step numbers: the old ones)."""
+    config = tiny_training_config(tmp_path)
+    train(config, tmp_path / "exp", progress=False)
+    folder = tmp_path / "exp" / "checkpoints"
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    with pytest.raises(CheckpointError, match="earlier run's checkpoints .*--resume continues it"):
+        train(config, tmp_path / "exp", progress=False)
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
 
 
 def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):

@@ -233,8 +233,11 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     if [ -f "$model_dir/mel2linear.pt" ]; then
         echo "=== stage 4: vocoder: already done ($model_dir/mel2linear.pt); delete it to train again"
     else
+        # An interrupted training continues from the state it kept (OUT_training/, gone once saved).
+        resume=(); ls "$model_dir"/mel2linear_training/step*.pt >/dev/null 2>&1 && resume=(--resume)
         run_stage 4 "vocoder" vc mel2linear-train "$data/train.tsv" --config "$(dirname "$model_dir")/config.yaml" \
-            --checkpoint "$model" --out "$model_dir/mel2linear.pt" ${vocoder_minutes:+--max-minutes "$vocoder_minutes"}
+            --checkpoint "$model" --out "$model_dir/mel2linear.pt" ${vocoder_minutes:+--max-minutes "$vocoder_minutes"} \
+            "${resume[@]+"${resume[@]}"}"
     fi
     # The teacher's row vocodes through the same network (one network, one stage's minutes).
     [ "$model_dir" = "$exp/checkpoints" ] || cp "$model_dir/mel2linear.pt" "$exp/checkpoints/mel2linear.pt"
@@ -244,8 +247,9 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
         echo "=== stage 4: post-filter: already done ($model_dir/postfilter.pt); delete it to train again"
     else
         echo "=== stage 4: post-filter ($(date '+%H:%M:%S'))"
+        resume=(); ls "$model_dir"/postfilter_training/step*.pt >/dev/null 2>&1 && resume=(--resume)
         vc postfilter-train "$data/train.tsv" --checkpoint "$model" --out "$model_dir/postfilter.pt" \
-            ${postfilter_minutes:+--max-minutes "$postfilter_minutes"} 2>&1 \
+            ${postfilter_minutes:+--max-minutes "$postfilter_minutes"} "${resume[@]+"${resume[@]}"}" 2>&1 \
             | tee "$logs/stage4_postfilter.log"
     fi
 fi

@@ -23,6 +23,9 @@ from vc.errors import CheckpointError
 from vc.fileio import atomic_save, load_marked
 
 FORMAT = "vc-checkpoint"
+# A companion network's training state (`vc mel2linear-train` / `postfilter-train` --resume): no model to
+# convert with, so another marker (the serving catalog and the converters never take it for one).
+TRAINING_STATE = "vc-training-state"
 STEP_FILE = re.compile(r"step(\d+)\.pt$")
 # What converting with a checkpoint needs; every checkpoint, exported or averaged ones too, holds them.
 INFERENCE_KEYS = ("model", "config", "stats", "step")
@@ -41,7 +44,7 @@ def nonfinite_weights(state: dict[str, Any]) -> str:
     return f"'{names[0]}'" + (f" and {len(names) - 1} more" if len(names) > 1 else "")
 
 
-def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
+def save_checkpoint(path: str | Path, payload: dict[str, Any], marker: str = FORMAT) -> None:
     """torch.save to a temp file in the same folder, fsync, then rename over the target.
 
     A crash at any moment leaves either the old file or the new one, never half of one.
@@ -49,13 +52,17 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     """
     if bad := nonfinite_weights(payload.get("model", {})):
         raise CheckpointError(f"refusing to write {path}: its weights are not finite ({bad})")
-    payload = {"format": FORMAT, "vc_version": __version__, **payload}
+    payload = {"format": marker, "vc_version": __version__, **payload}
     atomic_save(path, payload)
 
 
-def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    payload = load_marked(path, FORMAT, "checkpoint", CheckpointError, map_location=map_location)
-    for key in INFERENCE_KEYS:
+def load_checkpoint(
+    path: str | Path, map_location: str | torch.device = "cpu", marker: str = FORMAT
+) -> dict[str, Any]:
+    """A checkpoint (``marker``: FORMAT, or TRAINING_STATE for a companion network's training state)."""
+    what = "checkpoint" if marker == FORMAT else "training state"
+    payload = load_marked(path, marker, what, CheckpointError, map_location=map_location)
+    for key in INFERENCE_KEYS if marker == FORMAT else ("model", "step"):
         if key not in payload:
             raise CheckpointError(f"{path} is an incomplete vc checkpoint: '{key}' is missing")
     if bad := nonfinite_weights(payload["model"]):
@@ -103,6 +110,11 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def restore_random(rng: random.Random, state) -> None:
+    """Set a private random.Random to a state its getstate() gave, as a checkpoint gives it back."""
+    rng.setstate(_tuples(state))
 
 
 def _tuples(value):

@@ -47,6 +47,11 @@ def add_parser(commands) -> None:
         help="any mel2linear.* setting, e.g. mel2linear.channels=256",
     )
     sub.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the training state kept beside --out (OUT_training/)",
+    )
+    sub.add_argument(
         "--device",
         default="auto",
         help="cpu, cuda, cuda:1, ... (default: cuda if available; AMP there as train.amp)",
@@ -72,6 +77,7 @@ def run(args) -> None:
         checkpoint=args.checkpoint,
         device=args.device,
         amp=config.train.amp,
+        resume=args.resume,
     )
     print(
         f"mel -> linear network: {args.out} ({info['steps']} steps, {info['minutes']:.1f} min, "

@@ -47,6 +47,11 @@ def add_parser(commands) -> None:
         help="L1 to the natural frames alone, no GAN: lower MCD, fewer words (docs/ablation.md)",
     )
     sub.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the training state kept beside --out (OUT_training/)",
+    )
+    sub.add_argument(
         "--device",
         default="auto",
         help="cpu, cuda, cuda:1, ... (default: cuda if available; AMP there as train.amp)",
@@ -66,8 +71,9 @@ def run(args) -> None:
     config = Config.from_dict(load_checkpoint(args.checkpoint)["config"], stored=True)
     options = config.with_overrides(section_overrides(args, "postfilter")).postfilter
     info = train_postfilter(
-        args.lists, args.checkpoint, args.out, options, not args.no_progress, args.device, config.train.amp
-    )
+        args.lists, args.checkpoint, args.out, options, not args.no_progress, args.device, config.train.amp,
+        args.resume,
+    )  # fmt: skip
     print(
         f"post-filter: {args.out} ({info['steps']} steps, {info['minutes']:.1f} min; validation temporal "
         f"detail {info['detail_before']:.3f} -> {info['detail']:.3f}, natural {info['detail_natural']:.3f})"

@@ -1,7 +1,7 @@
 """Model kinds: each one module that owns its network, its training step, its dev views and the choices
 conversion makes for it (vc/kinds/base.py says what a kind answers).
 
-The trainer, the monitor, the Converter, teacher forcing and the durations tools ask
+The model's training job, the monitor, the Converter, teacher forcing and the durations tools ask
 ``get_kind(config.model.kind)``. Adding a kind is one module and one line in KINDS. Importing this
 package lets vc.config read each kind's model section (the class KINDS names for it).
 """

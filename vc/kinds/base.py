@@ -1,4 +1,4 @@
-"""What every model kind answers: the trainer, the monitor, the Converter, teacher forcing and the
+"""What every model kind answers: the model's training job, the monitor, the Converter, teacher forcing and the
 durations tools ask these instead of comparing ``model.kind`` strings.
 
 A kind (seq2seq-vc's ar_vc / nar_vc trainers, coqui's per-model train_step, ESPnet2's

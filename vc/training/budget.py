@@ -1,7 +1,8 @@
 """A training loop's budget: a step limit, a time limit, or both, whichever ends it first.
 
-The trainer, the mel -> linear network's and the post-filter's loops all stop when spent() reaches 1;
-the trainer's linear learning-rate decay reads the same fraction (budgeted training, Li et al. 2020).
+The one training loop (vc/training/loop.py) stops every network's training when spent() reaches 1;
+the model kinds' linear learning-rate decay and the mel -> linear network's cosine read the same
+fraction (budgeted training, Li et al. 2020).
 """
 
 from __future__ import annotations

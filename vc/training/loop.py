@@ -33,6 +33,7 @@ import torch
 from torch import distributed as dist
 
 from vc.artifacts.checkpoint import (
+    FORMAT,
     load_checkpoint,
     prune_checkpoints,
     rng_state,
@@ -69,7 +70,9 @@ class Job:
         "loss"  # what evaluate() returns (checkpoints remember it; a resumed run compares like with like)
     )
     score_label = "valid loss"  # the same, as the log says it
-    select_best = True  # keep the lowest-scoring state (else the last)
+    select_best = True  # the lowest-scoring state is the result (else the last)
+    restore_best = False  # end the run with the networks in that state (else best.pt holds it)
+    marker = FORMAT  # what its checkpoints are (vc/artifacts/checkpoint.py)
     shown: tuple[tuple[str, str], ...] = (("loss", "loss/total"),)  # progress-bar label, stats key
     optimizers: dict[str, torch.optim.Optimizer]
     grad_clip: dict[str, float | None]
@@ -108,10 +111,13 @@ class Job:
         """What to change when training diverges (ends the error that stops it)."""
         return ""
 
+    def restore(self, payload: dict[str, Any]) -> None:
+        """Take back what payload() saved, on --resume."""
+
 
 class Loop:
     """Runs a Job until its budget is spent. ``checkpoints``: the folder of stepNNNNNNN.pt and best.pt
-    (None: the best state stays in memory and is loaded into the networks at the end)."""
+    (None: none written, no resume)."""
 
     def __init__(
         self,
@@ -160,7 +166,7 @@ class Loop:
     # ------------------------------------------------------------ the loop
     def run(self) -> int:
         """Train until the budget is spent; returns the step reached. The networks end in their best
-        state (select_best without a checkpoint folder) or their last."""
+        state (the job's restore_best) or their last."""
         self.started -= self.elapsed_before  # time spent before a resume counts against the limit
         bar = show_progress(
             # With a time limit the step count is open-ended: the rate, not a bar to max_steps.
@@ -270,6 +276,8 @@ class Loop:
         if self.checkpoints is None:
             return advice
         saved = step_checkpoints(self.checkpoints)
+        if self.job.marker != FORMAT:  # a companion network's training state
+            return f"the last good state is {saved[-1]}; {advice}" if saved else advice
         last = f"the last good checkpoint is {saved[-1]}" if saved else "no checkpoint was written"
         amp = " or train.amp=false (fp16 overflow)" if self.use_amp else ""
         restart = f"; start again from it with train.init_from={saved[-1]}" if saved else ""
@@ -296,7 +304,7 @@ class Loop:
                     score,
                     " (best)" if improved else "",
                 )
-            elif improved and self.job.select_best:
+            if improved and self.job.select_best and self.job.restore_best:
                 self.best_state = {
                     name: {key: value.clone() for key, value in network.state_dict().items()}
                     for name, network in self.job.networks().items()
@@ -326,9 +334,9 @@ class Loop:
         """Save this step; it becomes best.pt when its score is the lowest so far."""
         folder = self.checkpoints
         payload = self._payload()
-        save_checkpoint(folder / f"step{self.step:07d}.pt", payload)
-        if improved:
-            save_checkpoint(folder / "best.pt", payload)
+        save_checkpoint(folder / f"step{self.step:07d}.pt", payload, self.job.marker)
+        if improved and self.job.select_best:
+            save_checkpoint(folder / "best.pt", payload, self.job.marker)
         prune_checkpoints(folder, self.keep)
 
     # --------------------------------------------------------------- resume
@@ -347,7 +355,7 @@ class Loop:
             try:
                 # On the CPU: the RNG states must stay there; load_state_dict copies weights and optimizer
                 # state onto the networks' device.
-                return path, load_checkpoint(path, map_location="cpu")
+                return path, load_checkpoint(path, map_location="cpu", marker=self.job.marker)
             except CheckpointError as exc:
                 kept = path.with_name(path.name + ".damaged")
                 if self.is_main and path.exists():
@@ -375,8 +383,40 @@ class Loop:
         self.best_score = resumed_best_score(payload, self.job.select_by)
         self.elapsed_before = payload.get("elapsed_seconds", 0.0)
         set_rng_state(payload["rng"])
+        self.job.restore(payload)
+        best = self.checkpoints / "best.pt"
+        if self.job.restore_best and best.is_file():  # the best state so far, to end in if none beats it
+            kept = load_checkpoint(best, map_location="cpu", marker=self.job.marker)
+            self.best_state = {
+                name: kept["model" if k == 0 else f"model_{name}"] for k, name in enumerate(networks)
+            }
         log.info("resumed from %s at step %d", path, self.step)
         return payload
+
+
+def refuse_earlier_run(folder: Path) -> None:
+    """A new run (not --resume) must not write into a folder of an earlier run's checkpoints: its step
+    files and best.pt would replace the earlier ones, and pruning keeps the highest step numbers."""
+    found = step_checkpoints(folder) if folder.is_dir() else []
+    if found:
+        raise CheckpointError(
+            f"{folder} holds an earlier run's checkpoints ({found[-1].name}): --resume continues it; "
+            "another output folder (or deleting them) starts a new run"
+        )
+
+
+def training_state_folder(out: str | Path) -> Path:
+    """Where a network saved once at ``out`` keeps its training state while it trains (OUT_training/)."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}_training")
+
+
+def discard_training_state(folder: Path) -> None:
+    """The training state of a network now saved: its step files and best.pt, and the folder if empty."""
+    for path in [*step_checkpoints(folder), folder / "best.pt"]:
+        path.unlink(missing_ok=True)
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def _number(value: torch.Tensor | float) -> float:

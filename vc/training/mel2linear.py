@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from vc.artifacts.checkpoint import TRAINING_STATE, restore_random
 from vc.artifacts.mel2linear import save_mel2linear
 from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio
 from vc.config import AudioConfig, Mel2LinearConfig
@@ -36,7 +37,14 @@ from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.training.budget import seconds_left
 from vc.training.data import random_crops
-from vc.training.loop import Job, Loop, Update
+from vc.training.loop import (
+    Job,
+    Loop,
+    Update,
+    discard_training_state,
+    refuse_earlier_run,
+    training_state_folder,
+)
 from vc.training.monitor import LOG_EVERY, companion_writer
 from vc.training.nonfinite import companion_advice
 
@@ -130,6 +138,7 @@ def train_mel2linear(
     checkpoint: str | Path | None = None,
     device: str | None = None,
     amp: bool = False,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Train on the recordings in ``paths`` (see target_files) and save the best network to ``out``.
 
@@ -137,8 +146,12 @@ def train_mel2linear(
     pairs in ``paths`` (pair lists only) are added as inputs beside the natural
     ones, with the same target magnitudes, so the network learns to undo their blur.
     ``device``: where it trains (default: cuda if available); ``amp``: mixed precision there.
+    The training state is kept in OUT_training/ until the network is saved; ``resume`` continues from it.
     """
     device = pick_device(device)
+    state = training_state_folder(out)
+    if not resume:
+        refuse_earlier_run(state)
     started = time.monotonic()
     files = target_files(paths)
     if len(files) < 2:
@@ -176,10 +189,12 @@ def train_mel2linear(
     seconds = seconds_left(options.max_minutes, started)
     loop = Loop(
         job, max_steps=options.max_steps, max_minutes=0 if math.isinf(seconds) else seconds / 60,
-        eval_every=options.valid_every, log_every=LOG_EVERY, evaluate_first=True, amp=amp, device=device,
-        progress=progress,
+        eval_every=options.valid_every, log_every=LOG_EVERY, evaluate_first=True, checkpoints=state,
+        keep_checkpoints=1, amp=amp, device=device, progress=progress,
     )  # fmt: skip
     with closing(job.writer):
+        if resume:
+            loop.resume()
         steps = loop.run()
     start_db, best_db = job.scores[0], loop.best_score
     info = dict(
@@ -188,6 +203,7 @@ def train_mel2linear(
         options=dataclasses.asdict(options),
     )  # fmt: skip
     save_mel2linear(out, net.cpu(), audio, info)
+    discard_training_state(state)
     log.info(
         "mel2linear: %d steps in %.1f min, validation %.2f dB (at start %.2f dB)",
         steps,
@@ -205,6 +221,8 @@ class Mel2LinearJob(Job):
     name = "mel -> linear training"
     select_by = "valid_db"
     score_label = "validation dB"
+    restore_best = True
+    marker = TRAINING_STATE
     shown = (("loss", "loss/total"),)
 
     def __init__(self, net: Mel2Linear, train_items, valid_items, options: Mel2LinearConfig, writer):
@@ -255,6 +273,13 @@ class Mel2LinearJob(Job):
 
     def networks(self) -> dict[str, torch.nn.Module]:
         return {"model": self.net}
+
+    def payload(self) -> dict:
+        return {"crop_rng": self.rng.getstate(), "linear_db": self.scores[0]}
+
+    def restore(self, payload: dict) -> None:
+        restore_random(self.rng, payload["crop_rng"])
+        self.scores[0] = payload["linear_db"]
 
     def advice(self) -> str:
         return companion_advice("mel2linear", self.options.learning_rate)

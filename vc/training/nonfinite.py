@@ -4,8 +4,8 @@ One step whose loss or gradient is not finite (an fp16 overflow, one bad batch)
 changes nothing: its update is skipped and the run goes on. Several in a row
 mean the weights themselves have gone bad (a learning rate far too high), and
 every later checkpoint would be poisoned: training stops with one TrainingError
-naming the step, and the caller says where its last good state is. The model
-trainer, the mel -> linear network's and the post-filter's share it.
+naming the step, and the caller says where its last good state is. The one
+training loop (vc/training/loop.py) applies it to every network.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def gradients_finite(module: torch.nn.Module) -> bool:
 def companion_advice(section: str, learning_rate: float) -> str:
     """What to change when a companion network's training (section mel2linear or postfilter) diverges."""
     return (
-        f"nothing was written; lower {section}.learning_rate (now {learning_rate:g}; "
+        f"the network was not saved; lower {section}.learning_rate (now {learning_rate:g}; "
         f"--set {section}.learning_rate=...)"
     )
 

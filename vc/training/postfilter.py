@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from vc.artifacts.checkpoint import load_checkpoint
+from vc.artifacts.checkpoint import TRAINING_STATE, load_checkpoint, restore_random
 from vc.artifacts.postfilter import save_postfilter
 from vc.audio import FeatureStats, LogMel, read_audio
 from vc.config import AudioConfig, Config, PostfilterConfig
@@ -45,7 +45,14 @@ from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress
 from vc.training.budget import seconds_left
 from vc.training.data import random_crops
-from vc.training.loop import Job, Loop, Update
+from vc.training.loop import (
+    Job,
+    Loop,
+    Update,
+    discard_training_state,
+    refuse_earlier_run,
+    training_state_folder,
+)
 from vc.training.monitor import LOG_EVERY, companion_writer
 from vc.training.nonfinite import companion_advice
 
@@ -82,10 +89,15 @@ def train_postfilter(
     progress: bool = True,
     device: str | None = None,
     amp: bool = False,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Train on the model's own predictions of the pairs in ``pair_lists``; save the generator to ``out``.
-    ``device``: where it trains (default: cuda if available); ``amp``: mixed precision there."""
+    ``device``: where it trains (default: cuda if available); ``amp``: mixed precision there. The
+    training state is kept in OUT_training/ until the generator is saved; ``resume`` continues from it."""
     device = pick_device(device)
+    state = training_state_folder(out)
+    if not resume:
+        refuse_earlier_run(state)
     if options.max_minutes <= 0 and options.max_steps <= 0:
         raise ConfigError(
             "the post-filter needs a time limit (--max-minutes > 0) or a step limit (--max-steps)"
@@ -108,9 +120,12 @@ def train_postfilter(
     seconds = seconds_left(options.max_minutes, started)
     loop = Loop(
         job, max_steps=options.max_steps, max_minutes=0 if math.isinf(seconds) else seconds / 60,
-        log_every=LOG_EVERY, evaluate_first=True, amp=amp, device=device, progress=progress,
+        log_every=LOG_EVERY, evaluate_first=True, checkpoints=state, keep_checkpoints=1, amp=amp,
+        device=device, progress=progress,
     )  # fmt: skip
     with closing(job.writer):
+        if resume:
+            loop.resume()
         steps = loop.run()
     generator.eval().cpu()
     before, after = job.validations[0], job.validations[steps]
@@ -121,6 +136,7 @@ def train_postfilter(
         options=dataclasses.asdict(options),
     )  # fmt: skip
     save_postfilter(out, generator, audio, info)
+    discard_training_state(state)
     log.info(
         "postfilter: %d steps in %.1f min; validation L1 %.3f -> %.3f, temporal detail %.3f -> %.3f (natural %.3f)",
         steps, info["minutes"], before[0], after[0], before[1], after[1], before[2],
@@ -152,6 +168,7 @@ class PostfilterJob(Job):
     select_by = "valid_l1"
     score_label = "validation L1"
     select_best = False
+    marker = TRAINING_STATE
     shown = (("loss", "loss/total"),)
 
     def __init__(self, generator: MelPostfilter, items, valid_items, options: PostfilterConfig, rng, writer):
@@ -229,6 +246,13 @@ class PostfilterJob(Job):
             "generator": self.generator,
             **({"discriminator": self.discriminator} if self.discriminator else {}),
         }
+
+    def payload(self) -> dict:
+        return {"crop_rng": self.rng.getstate(), "validation_before": list(self.validations[0])}
+
+    def restore(self, payload: dict) -> None:
+        restore_random(self.rng, payload["crop_rng"])
+        self.validations[0] = tuple(payload["validation_before"])
 
     def advice(self) -> str:
         return companion_advice("postfilter", self.options.learning_rate)

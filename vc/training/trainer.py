@@ -34,7 +34,7 @@ from vc.training.data import (
     speaker_list,
     speaker_stats,
 )
-from vc.training.loop import Job, Loop, Update
+from vc.training.loop import Job, Loop, Update, refuse_earlier_run
 from vc.training.monitor import Monitor
 from vc.training.phonetic import load_frame_labels, phone_critic
 
@@ -281,6 +281,8 @@ class ModelJob(Job):
 
 def model_loop(config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True) -> Loop:
     """The model kind's job in the one loop, at step 0 (train.init_from's weights) or resumed."""
+    if not resume:
+        refuse_earlier_run(Path(out_dir) / "checkpoints")
     job = ModelJob(config, out_dir, progress)
     t = config.train
     loop = Loop(
