@@ -53,6 +53,38 @@ def test_a_classifier_learns_separable_phones():
     assert not any(p.requires_grad for p in classifier.parameters())
 
 
+def test_an_interrupted_classifier_training_continues_from_its_state(tmp_path, monkeypatch):
+    """The critic's training state (PATH_training/, every save_every steps) takes an interrupted run on
+    to the weights the uninterrupted one reaches (and the evaluations that save it draw no random
+    number: they measured the classifier with its dropout on, and shifted the rest of the run)."""
+    from vc.training.loop import Loop
+
+    torch.manual_seed(0)
+    means = torch.randn(3, 6) * 3
+    pairs = [(means[labels] + 0.3 * torch.randn(60, 6), labels) for labels in torch.randint(3, (8, 60))]
+    options = dict(max_steps=6, batch_size=4, save_every=3)
+    straight, _ = train_phone_classifier(pairs[:6], pairs[6:], 0, 0, torch.device("cpu"), **options)
+    step = Loop.train_step
+
+    def dies_after_step_4(loop, batch):
+        stats = step(loop, batch)
+        if loop.step == 4:
+            raise KeyboardInterrupt
+        return stats
+
+    state = tmp_path / "phone_classifier_training"
+    monkeypatch.setattr(Loop, "train_step", dies_after_step_4)
+    with pytest.raises(KeyboardInterrupt):
+        train_phone_classifier(pairs[:6], pairs[6:], 0, 0, torch.device("cpu"), state=state, **options)
+    monkeypatch.setattr(Loop, "train_step", step)
+    assert [p.name for p in sorted(state.glob("step*.pt"))] == ["step0000003.pt"]
+    resumed, _ = train_phone_classifier(
+        pairs[:6], pairs[6:], 0, 0, torch.device("cpu"), state=state, **options
+    )
+    for name, value in straight.state_dict().items():
+        assert torch.equal(resumed.state_dict()[name], value), name
+
+
 @pytest.fixture()
 def phonetic_config(tmp_path):
     """A tiny student with DTW durations and a phones file that labels every frame 'AA' then 'S'."""

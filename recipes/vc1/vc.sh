@@ -174,7 +174,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         # student's snapshots learned other timing, so they are not resumed), and a new phone classifier.
         new_student() {
             rm -rf "$student_exp/.train_done" "$student_exp/.train_settings" "$student_exp/checkpoints" \
-                "$student_exp/phone_classifier.pt"
+                "$student_exp/phone_classifier.pt" "$student_exp/phone_classifier_training"
         }
         sets=()  # the student's overrides (its frame stacking decides what a step is)
         for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done

@@ -27,13 +27,14 @@ from pathlib import Path
 
 import torch
 
+from vc.artifacts.checkpoint import TRAINING_STATE, restore_random, step_checkpoints
 from vc.artifacts.companion import network_from_payload, read_network_payload, save_network
 from vc.config import Config
 from vc.errors import ConfigError, DataError
 from vc.kinds.losses import IGNORE, phonetic_loss
 from vc.model.phone_classifier import PhoneClassifier
 from vc.training.data import random_crops
-from vc.training.loop import Job, Loop, Update
+from vc.training.loop import Job, Loop, Update, discard_training_state, training_state_folder
 from vc.training.monitor import EventWriter
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class PhoneClassifierJob(Job):
     select_by = "frame_error"
     select_best = False
     shown = (("loss", "loss/phonetic"),)
+    marker = TRAINING_STATE
 
     def __init__(self, classifier, train, dev, seed: int, device, crop: int, batch_size: int, writer=None):
         self.classifier, self.train, self.dev, self.device = classifier, train, dev, device
@@ -108,6 +110,7 @@ class PhoneClassifierJob(Job):
         yield Update(loss, stats={"phonetic": loss})
 
     def evaluate(self, step: int) -> float:
+        self.classifier.eval()  # no dropout: the accuracy of the classifier as the loss will use it
         self.accuracy = frame_accuracy(self.classifier, self.dev, self.device)
         if self.writer is not None:
             self.writer.add_scalar("valid/frame_accuracy", self.accuracy, step)
@@ -115,6 +118,12 @@ class PhoneClassifierJob(Job):
 
     def networks(self) -> dict[str, torch.nn.Module]:
         return {"model": self.classifier}
+
+    def payload(self) -> dict:
+        return {"crop_rng": self.rng.getstate()}
+
+    def restore(self, payload: dict) -> None:
+        restore_random(self.rng, payload["crop_rng"])
 
 
 def train_phone_classifier(
@@ -129,9 +138,12 @@ def train_phone_classifier(
     amp: bool = False,
     writer=None,
     progress: bool = False,
+    state: Path | None = None,
+    save_every: int = 500,
 ) -> tuple[PhoneClassifier, float]:
     """A classifier trained on (normalised mels (T, n_mels), labels (T,)) pairs for max_minutes (or
-    max_steps) in the one loop, frozen; and its frame accuracy on ``dev``."""
+    max_steps) in the one loop, frozen; and its frame accuracy on ``dev``. ``state``: a folder for its
+    training state (every ``save_every`` steps, with the dev accuracy), continued from when it holds one."""
     torch.manual_seed(seed)
     classifier = PhoneClassifier(train[0][0].shape[1], len(PHONES)).to(device)
     job = PhoneClassifierJob(classifier, train, dev, seed, device, crop, batch_size, writer)
@@ -140,11 +152,16 @@ def train_phone_classifier(
         job,
         max_steps=max_steps,
         max_minutes=max_minutes,
+        eval_every=save_every if state is not None else 0,
         log_every=50,
+        checkpoints=state,
+        keep_checkpoints=1,
         amp=amp,
         device=device,
         progress=progress,
     )
+    if state is not None and step_checkpoints(state):
+        loop.resume()
     step = loop.run()
     classifier.eval().requires_grad_(False)
     log.info(
@@ -172,7 +189,8 @@ def phone_critic(
     config: Config, train_targets, dev_targets, path: Path, device: torch.device, progress: bool = False
 ) -> PhoneClassifier:
     """The frozen classifier of a run: the one saved at ``path`` (a resumed run), else one trained now
-    on the (normalised target mels, labels) pairs and saved there (vc/artifacts/companion.py's format)."""
+    on the (normalised target mels, labels) pairs and saved there (vc/artifacts/companion.py's format);
+    an interrupted training of it continues from its state (PATH_training/)."""
     if path.is_file():
         payload = read_network_payload(path, MARKER, "phone classifier", device)
         classifier = network_from_payload(
@@ -182,11 +200,14 @@ def phone_critic(
         return classifier.requires_grad_(False)
     if not train_targets:
         raise ConfigError("train.phonetic_weight needs training pairs with phone labels (data.phones)")
+    # Its training state, until it is saved: an interrupted run's classifier continues from it.
+    state = training_state_folder(path)
     with closing(EventWriter(path.parent / "tensorboard" / "phone_classifier")) as writer:
         classifier, accuracy = train_phone_classifier(
             train_targets, dev_targets, config.train.phonetic_minutes, config.train.seed, device,
-            amp=config.train.amp, writer=writer, progress=progress,
+            amp=config.train.amp, writer=writer, progress=progress, state=state,
         )  # fmt: skip
     hparams = {"n_mels": config.audio.n_mels, "n_phones": len(PHONES)}
     save_network(path, MARKER, classifier, hparams, config.audio, {"accuracy": accuracy, "phones": PHONES})
+    discard_training_state(state)
     return classifier
