@@ -20,7 +20,7 @@ from tests.helpers import tiny_training_config
 from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint, step_checkpoints
 from vc.cli import main
 from vc.config import Config, dump_config
-from vc.errors import CheckpointError
+from vc.errors import CheckpointError, TrainingError
 from vc.training.trainer import learning_rate_factor, model_loop, train
 
 
@@ -376,3 +376,22 @@ def test_a_time_budget_sets_the_spent_fraction_and_ends_training(tmp_path):
     loop.started -= 31
     assert loop._should_stop() and loop.spent == 1.0
     loop.job.close()
+
+
+def test_the_loop_refuses_networks_that_are_not_on_its_device():
+    """A job whose network stayed on the CPU while the loop runs on a GPU trained on the CPU unnoticed
+    (the post-filter did, on a lent H200): the loop says so before the first step."""
+    from vc.training.loop import Job, Loop
+
+    class Stray(Job):
+        def __init__(self):
+            self.net = torch.nn.Linear(2, 2)
+            self.optimizers = {"model": torch.optim.SGD(self.net.parameters(), lr=0.1)}
+            self.grad_clip = {"model": None}
+
+        def networks(self):
+            return {"model": self.net}
+
+    with pytest.raises(TrainingError, match="'model' is on cpu, the loop runs on meta"):
+        Loop(Stray(), device=torch.device("meta"))
+    Loop(Stray(), device=torch.device("cpu"))  # where it is: fine

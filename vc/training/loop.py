@@ -144,6 +144,12 @@ class Loop:
         self.evaluate_first = evaluate_first
         self.checkpoints, self.keep = checkpoints, keep_checkpoints
         self.device = device or torch.device("cpu")
+        for name, network in job.networks().items():  # a network left elsewhere would train there unnoticed
+            where = next(network.parameters()).device
+            if where.type != self.device.type or self.device.index not in (None, where.index):
+                raise TrainingError(
+                    f"{job.name}: network '{name}' is on {where}, the loop runs on {self.device}"
+                )
         self.rank, self.world_size = rank, world_size
         self.is_main = rank == 0
         self.progress = progress

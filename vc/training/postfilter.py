@@ -115,7 +115,7 @@ def train_postfilter(
     generator.in_mean.copy_(torch.as_tensor(stats.mean, dtype=torch.float32))
     generator.in_std.copy_(torch.as_tensor(stats.std, dtype=torch.float32))
     job = PostfilterJob(
-        generator, train_items, valid_items, options, rng, companion_writer(out, "postfilter")
+        generator.to(device), train_items, valid_items, options, rng, companion_writer(out, "postfilter")
     )
     seconds = seconds_left(options.max_minutes, started)
     loop = Loop(
