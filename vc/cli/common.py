@@ -63,6 +63,20 @@ def add_overwrite(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def add_companion_training_args(parser: argparse.ArgumentParser) -> None:
+    """--resume and --device of the networks trained after the model (mel2linear-train, postfilter-train)."""
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the training state kept beside --out (OUT_training/)",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="cpu, cuda, cuda:1, ... (default: cuda if available; AMP there as train.amp)",
+    )
+
+
 def add_experiment_args(sub: argparse.ArgumentParser) -> None:
     """--config, --out-dir and the config overrides of train, features and stats."""
     from vc.config import starter_configs

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from vc.cli.common import add_command, add_overwrite, positive_int, section_overrides
+from vc.cli.common import (
+    add_command,
+    add_companion_training_args,
+    add_overwrite,
+    positive_int,
+    section_overrides,
+)
 
 EXAMPLE = (
     "vc mel2linear-train data/bdl_slt/train.tsv --config EXP/config.yaml --out EXP/checkpoints/mel2linear.pt"
@@ -46,16 +52,7 @@ def add_parser(commands) -> None:
         metavar="KEY=VALUE",
         help="any mel2linear.* setting, e.g. mel2linear.channels=256",
     )
-    sub.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue from the training state kept beside --out (OUT_training/)",
-    )
-    sub.add_argument(
-        "--device",
-        default="auto",
-        help="cpu, cuda, cuda:1, ... (default: cuda if available; AMP there as train.amp)",
-    )
+    add_companion_training_args(sub)
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=run)
 
