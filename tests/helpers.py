@@ -6,6 +6,7 @@ Fixtures live in conftest.py; plain functions live here, imported by name.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from vc.audio import FeatureStats
 from vc.config import Config, DataConfig, ModelConfig, TrainConfig, model_section
 from vc.evaluation import optional
 from vc.kinds import build_model
+from vc.training.data import load_features
 
 TINY_MELS = 6  # mel bands of every tiny model here
 
@@ -153,3 +155,18 @@ def tensorboard_scalars(folder) -> dict[str, list[int]]:
 def venv_env() -> dict[str, str]:
     """The environment with this interpreter's bin folder first on PATH: the recipes' `vc` is this one."""
     return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def write_half_phones(config: Config, path: Path) -> None:
+    """A phones file (vc durations --phones' format) for every pair of the config's lists: each side's
+    first half 'AA', its second half 'S'."""
+    seconds = config.audio.hop_length / config.audio.sample_rate
+    phones = {}
+    for lst in (config.data.train_list, config.data.dev_list):
+        for utt, pair in load_features(lst, config.audio, config.data.cache_dir, progress=False).items():
+            phones[utt] = {
+                side: [["AA", 0.0, len(mels) * seconds / 2], ["S", len(mels) * seconds / 2, len(mels) * seconds]]
+                for side, mels in zip(("source", "target"), pair, strict=True)
+            }
+    path.write_text(json.dumps(phones))
+

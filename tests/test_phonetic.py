@@ -8,12 +8,11 @@ import json
 import pytest
 import torch
 
-from tests.helpers import tensorboard_scalars, tiny_config, tiny_training_config
+from tests.helpers import tensorboard_scalars, tiny_config, tiny_training_config, write_half_phones
 from vc.artifacts.companion import read_network_payload
 from vc.errors import ConfigError, DataError
 from vc.kinds.losses import IGNORE, phonetic_loss
 from vc.model.phone_classifier import PhoneClassifier
-from vc.training.data import load_features
 from vc.training.durations import extract_dtw_durations
 from vc.training.phonetic import MARKER, PHONES, frame_labels, train_phone_classifier
 from vc.training.trainer import model_loop, train
@@ -97,9 +96,6 @@ def phonetic_config(tmp_path):
         duration_predictor_layers=1,
         duration_predictor_channels=8,
     )
-    features = {}
-    for path in (config.data.train_list, config.data.dev_list):
-        features.update(load_features(path, config.audio, config.data.cache_dir, progress=False))
     extract_dtw_durations(
         config,
         [config.data.train_list, config.data.dev_list],
@@ -107,13 +103,7 @@ def phonetic_config(tmp_path):
         tmp_path / "d.pt",
         False,
     )
-    seconds = config.audio.hop_length / config.audio.sample_rate
-    phones = {
-        utt: {side: [["AA", 0.0, len(mels) * seconds / 2], ["S", len(mels) * seconds / 2, len(mels) * seconds]]
-              for side, mels in zip(("source", "target"), pair, strict=True)}
-        for utt, pair in features.items()
-    }  # fmt: skip
-    (tmp_path / "phones.json").write_text(json.dumps(phones))
+    write_half_phones(config, tmp_path / "phones.json")
     config.data = dataclasses.replace(
         config.data, durations=str(tmp_path / "d.pt"), phones=str(tmp_path / "phones.json")
     )

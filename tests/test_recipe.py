@@ -149,7 +149,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert "phonetic_weight: 0.5" in student and (exp / "student" / "phone_classifier.pt").is_file()
     log = (exp / "logs" / "stage3_student.log").read_text()
     # a new student gets a new phone classifier (its labels and seed may have changed), not the old one's
-    assert "from step 0" in log and "frame accuracy on the dev targets" in log
+    assert "from step 0" in log and "frame accuracy on the dev frames" in log
     assert (exp / "checkpoints" / "averaged.pt").stat().st_mtime_ns == teacher_mtime
 
 

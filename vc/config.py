@@ -210,8 +210,9 @@ class TrainConfig:
     # Non-autoregressive converter only: weight of the duration predictor's loss on log(d + 1).
     duration_loss_weight: float = 1.0
     # The phonetic loss (vc/training/phonetic.py; the converters, with data.phones): this weight x the
-    # cross-entropy of a frozen phone classifier on the output frames; 0 = off. The classifier trains
-    # first, for phonetic_minutes (part of the run's time, not of train.max_minutes).
+    # cross-entropy of a frozen phone classifier on the output frames; 0 = off. The classifier (the run's
+    # phone recognizer, also the recognition-synthesis converter's) trains first, for phonetic_minutes
+    # (part of the run's time, not of train.max_minutes).
     phonetic_weight: float = 0.0
     phonetic_minutes: float = 2.0
     guided_attention_sigma: float = 0.4

@@ -28,7 +28,8 @@
 #                  each is converted and scored -> EXP/unseen_scores.txt (seen vs unseen rows)
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
 #          --student_conf YAML (stage 3's non-autoregressive converter, the model; default conf/student.yaml;
-#          none: the attention model alone is the model)
+#          conf/recognition_synthesis.yaml: the recognition-synthesis converter, trained on the target's own
+#          recordings; none: the attention model alone is the model)
 #          --durations dtw|attention|phones (where the student's durations come from: DTW of each pair,
 #          default, vc durations --dtw; the attention model's alignments, vc durations --checkpoint; or the
 #          transcripts' phones in both recordings, vc durations --phones, pocketsphinx's aligner)
@@ -121,6 +122,12 @@ snapshot() { if [ "$average" -gt 0 ]; then echo "$1/checkpoints/averaged.pt"; el
 teacher=$(snapshot "$exp")
 # The model stages 4-8 use: the student when there is one, else the teacher.
 if [ "$student_conf" = none ]; then student_exp=""; model=$teacher; else student_exp=$exp/student; model=$(snapshot "$student_exp"); fi
+# The student's name in the logs and the score table, after its config's model.kind.
+case "$([ "$student_conf" = none ] || awk '$1 == "kind:" { print $2; exit }' "$student_conf")" in
+    recognition_synthesis) student_name="recognition-synthesis converter" ;;
+    framewise) student_name="frame-wise converter" ;;
+    *) student_name="non-autoregressive converter" ;;
+esac
 model_dir=$(dirname "$model")
 
 run_stage() {  # run_stage N name command...: logs to EXP/logs/stageN.log, fails loudly
@@ -219,11 +226,11 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         # A student trained with other settings (durations, the phonetic loss, any student.key=value) is stale.
         settings=$(printf '%s\n' "$student_conf" "${student_args[@]}")
         if [ -d "$student_exp/checkpoints" ] && [ "$(cat "$student_exp/.train_settings" 2>/dev/null)" != "$settings" ]; then
-            echo "=== stage 3: the non-autoregressive converter's settings changed: it trains again from step 0"
+            echo "=== stage 3: the $student_name's settings changed: it trains again from step 0"
             new_student
         fi
         mkdir -p "$student_exp" && printf '%s\n' "$settings" > "$student_exp/.train_settings"
-        train_and_average "the non-autoregressive converter" "$student_exp" "$student_conf" stage3_student \
+        train_and_average "the $student_name" "$student_exp" "$student_conf" stage3_student \
             "${student_args[@]}"
     fi
 fi
@@ -254,7 +261,7 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     fi
 fi
 systems=()  # stage 6's rows beside the model's (named after its kind): NAME=FOLDER
-[ -z "$student_exp" ] || systems+=(--name "non-autoregressive converter" --system "attention model (teacher)=$exp/converted/teacher")
+[ -z "$student_exp" ] || systems+=(--name "$student_name" --system "attention model (teacher)=$exp/converted/teacher")
 [ "$gmm_pairs" = 0 ] || systems+=(--system "GMM peer (JD-GMM, MLPG+GV)=$exp/converted/gmm")
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
     mapfile -t sources < <(cut -f 2 "$data/eval.tsv")

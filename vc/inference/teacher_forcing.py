@@ -66,18 +66,17 @@ def teacher_forced(
                 pad(waves, batch_first=True), torch.tensor([len(w) for w in waves])
             )
             src = converter.src_stats.normalize(src)
-            tgt = pad([target_mels[k] for k in chunk], batch_first=True)
+            tgt = converter.tgt_stats.normalize(pad([target_mels[k] for k in chunk], batch_first=True))
             tgt_lens = torch.tensor([len(target_mels[k]) for k in chunk])
             taught = None
             if durations is not None:  # the durations it trained on
                 taught = pad([durations[by_target[files[k]].utt_id] for k in chunk], batch_first=True)
             with private_rng(0, converter.device):
-                out = kind.teacher_forced(
-                    converter.model, src, src_lens, converter.tgt_stats.normalize(tgt), tgt_lens, taught
-                )
+                out = kind.teacher_forced(converter.model, src, src_lens, tgt, tgt_lens, taught)
             after = converter.tgt_stats.denormalize(out.after).float()
+            read, read_lens = kind.teacher_forcing_input(src, src_lens, tgt, tgt_lens)
             source = aligned_source(
-                src, src_lens, out.alignments, out.enc_lens, tgt_lens,
+                read, read_lens, out.alignments, out.enc_lens, tgt_lens,
                 kind.frames_per_row(model_config), model_config.encoder_reduction_factor,
             )  # fmt: skip
             for row, k in enumerate(chunk):

@@ -16,8 +16,11 @@ from vc.kinds.attention import ATTENTION
 from vc.kinds.base import DevViews, ModelKind
 from vc.kinds.framewise import FRAMEWISE
 from vc.kinds.nonautoregressive import NONAUTOREGRESSIVE
+from vc.kinds.recognition_synthesis import RECOGNITION_SYNTHESIS
 
-KINDS: dict[str, ModelKind] = {kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE, FRAMEWISE)}
+KINDS: dict[str, ModelKind] = {
+    kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE, FRAMEWISE, RECOGNITION_SYNTHESIS)
+}
 # Reading a config needs each kind's section (vc/config.py): what KINDS holds when the config is read.
 register_model_sections(lambda: {name: kind.config for name, kind in KINDS.items()})
 

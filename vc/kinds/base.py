@@ -45,6 +45,9 @@ class ModelKind:
     config: type[ModelConfig] = ModelConfig  # its model section: ModelConfig's settings and its own
     network: Callable[[int, ModelConfig], nn.Module]  # (n_mels, model config) -> the network
     needs_durations = False  # trains on data.durations (frames per encoder step)
+    # Reads content features of the run's phone recognizer (trained on both speakers' frames of
+    # data.phones, vc/training/phonetic.py): initialise receives it.
+    needs_recognizer = False
     teaches_durations = False  # its teacher-forced alignments time another kind (vc durations)
     # The dev losses logged (valid/loss/<name>), and those summed into the score best.pt is chosen by.
     dev_terms: tuple[str, ...] = ("spectral",)
@@ -73,8 +76,11 @@ class ModelKind:
                 "set train.phonetic_weight=0 to train without the phonetic loss"
             )
 
-    def initialise(self, model: nn.Module, durations: dict[str, torch.Tensor] | None) -> None:
-        """Set up a new network before its first step (the training durations when it needs them)."""
+    def initialise(
+        self, model: nn.Module, durations: dict[str, torch.Tensor] | None, recognizer: nn.Module | None = None
+    ) -> None:
+        """Set up a new network before its first step (the training durations, the phone recognizer,
+        when it needs them)."""
 
     def losses(self, model: nn.Module, batch, config: Config, step: int | None, critic=None) -> NamedTuple:
         """Forward a vc.training.data.Batch and return its losses (field ``total`` first).
@@ -93,6 +99,12 @@ class ModelKind:
 
     def prepare_for_conversion(self, model: nn.Module, inference: InferenceConfig) -> None:
         """Conversion settings that live on the network."""
+
+    def teacher_forcing_input(self, src, src_lens, tgt, tgt_lens) -> tuple[torch.Tensor, torch.Tensor]:
+        """The normalised frames (and lengths) the network reads when teacher-forced: those a post-filter
+        reads beside its output (vc.model.aligned_source). The source's, but for a kind trained on the
+        target's own frames."""
+        return src, src_lens
 
     def teacher_forced(self, model: nn.Module, src, src_lens, tgt, tgt_lens, durations) -> NamedTuple:
         """The prediction at the target's own timing (normalised ``tgt``; ``durations``, (B, N), when

@@ -59,7 +59,7 @@ class NonAutoregressiveKind(ModelKind):
     selection_terms = ("spectral", "duration")
     phonetic_labels = "target"
 
-    def initialise(self, model, durations) -> None:
+    def initialise(self, model, durations, recognizer=None) -> None:
         """The duration predictor starts at log(1 + the mean frames per step): an untrained model speaks
         at the average rate instead of collapsing every step to zero frames."""
         rate = torch.cat([d.float() for d in durations.values()]).mean()

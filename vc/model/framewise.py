@@ -63,13 +63,15 @@ def resample_frames(
 class FrameWiseVC(nn.Module):
     """Encoder, the encoder states back at the source frames, parallel conv decoder, postnet.
 
-    Shapes: src (B, T_src, n_mels), src_lens (B,) -> mels (B, T_src, n_mels) at the source's timing.
+    Shapes: src (B, T_src, n_in), src_lens (B,) -> mels (B, T_src, n_mels) at the source's timing;
+    ``n_in``: the input's features per frame, n_mels by default (the recognition-synthesis converter
+    feeds it content features, vc/model/recognition_synthesis.py).
     """
 
-    def __init__(self, n_mels: int, config: ModelConfig):
+    def __init__(self, n_mels: int, config: ModelConfig, n_in: int | None = None):
         super().__init__()
         self.config = config
-        self.encoder = Encoder.from_config(n_mels, config)
+        self.encoder = Encoder.from_config(n_in or n_mels, config)
         add_frame_decoder(self, n_mels, self.encoder.output_dim, config)
 
     def forward(self, src: torch.Tensor, src_lens: torch.Tensor) -> FrameWiseOutput:

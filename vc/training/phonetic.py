@@ -4,12 +4,13 @@ The word ladder (docs/ablation.md, "Where the student's words go") found most of
 spectral envelope's content, not in its timing: frames regressed toward the mean of their neighbours
 no longer tell one phone from another. The phone alignments of `vc durations --phones` label every frame
 of both recordings (vc/training/phones.py). A small conv classifier (vc/model/phone_classifier.py) learns
-the target speaker's phones from the target's natural frames at the start of `vc train`
-(train.phonetic_minutes, on the training pairs' targets, accuracy on the dev targets logged), is frozen,
-and the converter's loss adds train.phonetic_weight x its cross-entropy on the converter's output:
-every output frame must be the phone its label says, in the target's voice. The classifier is saved as
-EXP/phone_classifier.pt and reused on --resume. It is our own acoustic model (not the WER scorer's);
-the labels come from pocketsphinx's aligner.
+the phones from both speakers' natural frames (each normalised by its own speaker's statistics) at the
+start of `vc train` (train.phonetic_minutes, on the training pairs, accuracy on the dev pairs' frames
+logged), is frozen, and the converter's loss adds train.phonetic_weight x its cross-entropy on the
+converter's output: every output frame must be the phone its label says. The same classifier is the
+recognizer of the recognition-synthesis converter (vc/kinds/recognition_synthesis.py): one recognizer
+per run. It is saved as EXP/phone_classifier.pt and reused on --resume. It is our own acoustic model
+(not the WER scorer's); the labels come from pocketsphinx's aligner.
 
 The output's labels: a kind on the target's timing (nonautoregressive) takes the target's phones, one
 on the source's timing (framewise) the source's (ModelKind.phonetic_labels).
@@ -32,17 +33,12 @@ from vc.artifacts.companion import network_from_payload, read_network_payload, s
 from vc.config import Config
 from vc.errors import ConfigError, DataError
 from vc.kinds.losses import IGNORE, phonetic_loss
-from vc.model.phone_classifier import PhoneClassifier
+from vc.model.phone_classifier import PHONES, PhoneClassifier
 from vc.training.data import random_crops
 from vc.training.loop import Job, Loop, Update, discard_training_state, training_state_folder
 from vc.training.monitor import EventWriter
 
 log = logging.getLogger(__name__)
-
-# CMU's 39 phones (pocketsphinx's en-us set, no stress), and silence (every frame outside a phone).
-PHONES = (
-    "SIL AA AE AH AO AW AY B CH D DH EH ER EY F G HH IH IY JH K L M N NG OW OY P R S SH T TH UH UW V W Y Z ZH"
-).split()
 
 
 def frame_labels(phones: list[list], frames: int, frame_seconds: float) -> torch.Tensor:
@@ -165,7 +161,7 @@ def train_phone_classifier(
     step = loop.run()
     classifier.eval().requires_grad_(False)
     log.info(
-        "phone classifier: %d steps in %.1f min, frame accuracy on the dev targets %.1f %%",
+        "phone classifier: %d steps in %.1f min, frame accuracy on the dev frames %.1f %%",
         step, (time.monotonic() - start) / 60, 100 * job.accuracy,
     )  # fmt: skip
     return classifier, job.accuracy

@@ -103,7 +103,7 @@ class ModelJob(Job):
         torch.manual_seed(t.seed + self.rank)
         self._load_data()
         self.model = self.kind.build(config.audio.n_mels, config.model).to(self.device)
-        self.kind.initialise(self.model, self.durations)
+        self.kind.initialise(self.model, self.durations, self.recognizer)
         self.optimizers = {
             "model": torch.optim.AdamW(
                 self.model.parameters(), lr=t.learning_rate, weight_decay=t.weight_decay
@@ -134,12 +134,14 @@ class ModelJob(Job):
         if not self.is_main:
             train, dev = self._features_and_stats(progress=False)
         self.durations = self._durations(train, dev)
-        # The phonetic loss's labels: the output frames' (the kind's side) and the target's (its critic's).
+        # Both sides' phone labels: the recognizer's, and the phonetic loss's (the kind's side).
         labels = self._phone_labels({**train, **dev})
-        phones = labels[self.kind.phonetic_labels] if labels else None
+        phones = labels[self.kind.phonetic_labels] if labels and self.kind.phonetic_labels else None
         self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, self.durations, phones)
         self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, self.durations, phones)
-        self.loss_extras = {"critic": self._phone_critic(labels["target"])} if labels else {}
+        self.recognizer = self._phone_recognizer(labels) if labels else None
+        weight = self.config.train.phonetic_weight
+        self.loss_extras = {"critic": self.recognizer} if weight > 0 else {}
         augment = self.config.augment
         self.augment = (
             SourceAugment(augment, self.config.audio, self.src_stats) if augment.probability > 0 else None
@@ -159,18 +161,22 @@ class ModelJob(Job):
         return durations
 
     def _phone_labels(self, features) -> dict[str, dict[str, torch.Tensor]] | None:
-        """Both sides' frame labels of data.phones (load_frame_labels) when train.phonetic_weight > 0."""
-        if self.config.train.phonetic_weight <= 0:
+        """Both sides' frame labels of data.phones (load_frame_labels) when the run has a phone
+        recognizer: for the phonetic loss (train.phonetic_weight > 0) or a kind that reads content."""
+        if self.config.train.phonetic_weight <= 0 and not self.kind.needs_recognizer:
             return None
         audio = self.config.audio
         return load_frame_labels(self.config.data.phones, features, audio.hop_length / audio.sample_rate)
 
-    def _phone_critic(self, target_labels: dict[str, torch.Tensor]):
-        """The frozen phone classifier of the phonetic loss, trained on the datasets' normalised target
-        frames (rank 0; the other ranks read the file it saved)."""
+    def _phone_recognizer(self, labels: dict[str, dict[str, torch.Tensor]]):
+        """The run's frozen phone recognizer (the phonetic loss's critic, the content of a kind that reads
+        it), trained on the datasets' normalised frames of both speakers, each by its own speaker's
+        statistics (rank 0; the other ranks read the file it saved)."""
         pairs = {
             name: [
-                (items[1], target_labels[utt]) for utt, items in zip(dataset.ids, dataset.items, strict=True)
+                (items[side], labels[name_of][utt])
+                for side, name_of in ((0, "source"), (1, "target"))
+                for utt, items in zip(dataset.ids, dataset.items, strict=True)
             ]
             for name, dataset in (("train", self.train_set), ("dev", self.dev_set))
         }

@@ -125,9 +125,12 @@ def train_crops(net, inputs, targets, minutes: float, seed: int, crop: int = 128
 
 @torch.no_grad()
 def content(recognizer, mel: torch.Tensor, kind: str) -> torch.Tensor:
-    """(T, n_mels) normalised -> (T, D) posteriors or the last hidden layer."""
+    """(T, n_mels) normalised -> (T, D) posteriors, their logarithms or the last hidden layer."""
     hidden = recognizer.hidden(mel[None])
-    return (hidden if kind == "bottleneck" else recognizer.out(hidden).softmax(-1))[0]
+    if kind == "bottleneck":
+        return hidden[0]
+    logits = recognizer.out(hidden)[0]
+    return logits.log_softmax(-1).clamp(min=-10.0) if kind == "log_posteriors" else logits.softmax(-1)
 
 
 def speaker_probe(
@@ -161,9 +164,18 @@ def main() -> None:
         "--phones", required=True, help="vc durations --phones' alignments of all three lists"
     )
     parser.add_argument("--out", required=True)
-    parser.add_argument("--content", choices=("posteriors", "bottleneck"), default="posteriors")
+    parser.add_argument(
+        "--content", choices=("posteriors", "log_posteriors", "bottleneck"), default="posteriors"
+    )
     parser.add_argument("--recognizer_minutes", type=float, default=3.0)
     parser.add_argument("--synth_minutes", type=float, default=6.0)
+    parser.add_argument(
+        "--pitch",
+        choices=("source", "none"),
+        default="source",
+        help="source: the input's log-F0 moved to the target's range + voicing; none: content alone "
+        "(the synthesizer speaks the target's own prosody)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--no_oracle", action="store_true", help="skip row b (it does not depend on --content)"
@@ -240,6 +252,8 @@ def main() -> None:
     measures["log_f0_mean_std"] = f0
     # Every pitch input is in the target's units: the target's own z-score, or the source's moved there.
     pitch = {key: f0_input(curve, f0[key[1]]) for key, curve in lf0.items()}
+    if args.pitch == "none":
+        pitch = {key: p[:, :0] for key, p in pitch.items()}
 
     def onehot(lab):
         return nn.functional.one_hot(lab, len(PHONES)).float()

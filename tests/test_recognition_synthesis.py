@@ -1,0 +1,128 @@
+"""The recognition-synthesis converter: the run's frozen phone recognizer reads content, a synthesizer
+learns the target's frames from the target's own recordings; conversion reads the source."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from tests.helpers import tiny_config, tiny_training_config, write_half_phones
+from vc import Converter
+from vc.artifacts.checkpoint import load_checkpoint
+from vc.artifacts.companion import read_network_payload
+from vc.cli import main
+from vc.config import Config, InferenceConfig
+from vc.errors import ConfigError
+from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
+from vc.kinds import get_kind
+from vc.model.recognition_synthesis import RecognitionSynthesisVC
+from vc.pairs import read_pair_list
+from vc.training.data import Batch, load_features
+from vc.training.phonetic import MARKER
+from vc.training.trainer import model_loop, train
+
+SMALL = dict(parallel_decoder_layers=1, parallel_decoder_channels=8, parallel_decoder_kernel=3)
+
+
+def test_one_output_frame_per_input_frame_and_a_padded_item_computes_as_alone():
+    torch.manual_seed(0)
+    for content in ("posteriors", "log_posteriors", "hidden"):
+        model = RecognitionSynthesisVC(
+            8, tiny_config("recognition_synthesis", content=content, **SMALL)
+        ).eval()
+        mels, lens = torch.randn(2, 9, 8), torch.tensor([9, 5])
+        features = model.content(mels, lens)
+        assert features.shape[:2] == (2, 9)
+        torch.testing.assert_close(features[1, :5], model.content(mels[1:, :5], lens[1:])[0])
+        if content == "posteriors":
+            torch.testing.assert_close(features.sum(-1), torch.ones(2, 9))
+        out = model.inference(mels, lens, InferenceConfig())
+        assert out.after.shape == (2, 9, 8) and out.lens.tolist() == [9, 5]
+        alone = model.inference(mels[1:, :5], lens[1:], InferenceConfig())
+        torch.testing.assert_close(out.after[1, :5], alone.after[0], rtol=1e-4, atol=1e-5)
+
+
+def test_the_recognizer_stays_frozen_and_without_dropout_in_training():
+    model = RecognitionSynthesisVC(8, tiny_config("recognition_synthesis", **SMALL)).train()
+    assert model.synthesizer.training and not model.recognizer.training
+    mels, lens = torch.randn(2, 7, 8), torch.tensor([7, 7])
+    first = model.content(mels, lens)
+    assert torch.equal(first, model.content(mels, lens))  # no dropout drawn
+    model(mels, lens).after.sum().backward()
+    assert all(p.grad is None for p in model.recognizer.parameters())
+    assert any(p.grad is not None for p in model.synthesizer.parameters())
+
+
+def test_it_learns_from_the_target_alone():
+    """The loss never reads the source's frames: garbage there changes nothing."""
+    torch.manual_seed(0)
+    config = Config(model=tiny_config("recognition_synthesis", **SMALL))
+    model = RecognitionSynthesisVC(8, config.model).eval()
+    tgt, lens = torch.randn(2, 6, 8), torch.tensor([6, 4])
+    kind = get_kind("recognition_synthesis")
+    losses = [
+        kind.losses(model, Batch(["a", "b"], src, torch.tensor([5, 5]), tgt, lens), config, step=None).total
+        for src in (torch.randn(2, 5, 8), torch.full((2, 5, 8), float("nan")))
+    ]
+    assert torch.isfinite(losses[0]) and torch.equal(losses[0], losses[1])
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """(config, experiment): a tiny recognition-synthesis converter trained by vc train."""
+    tmp = tmp_path_factory.mktemp("recsyn")
+    config = tiny_training_config(tmp)
+    config.model = tiny_config("recognition_synthesis", encoder_reduction_factor=1, **SMALL)
+    write_half_phones(config, tmp / "phones.json")
+    config.data = dataclasses.replace(config.data, phones=str(tmp / "phones.json"))
+    config.train = dataclasses.replace(config.train, phonetic_minutes=0.01)
+    exp = tmp / "exp"
+    train(config, exp, progress=False)
+    return config, exp
+
+
+def test_its_checkpoint_carries_the_runs_recognizer_and_converts_alone(trained, tmp_path):
+    config, exp = trained
+    payload = load_checkpoint(exp / "checkpoints" / "best.pt")
+    recognizer = read_network_payload(exp / "phone_classifier.pt", MARKER, "phone classifier")["model"]
+    for name, weight in recognizer.items():
+        assert torch.equal(payload["model"][f"recognizer.{name}"], weight)
+    (exp / "phone_classifier.pt").rename(tmp_path / "away.pt")  # conversion needs only the checkpoint
+    try:
+        first = str(read_pair_list(config.data.train_list)[0].source)
+        converter = Converter.from_checkpoint(exp / "checkpoints" / "best.pt", mel2linear=False)
+        result = converter.convert_file(first)
+        assert result.alignment.shape[0] == result.mel.shape[0]  # one row per output frame
+        out = tmp_path / "out.wav"
+        assert main(["convert", "--checkpoint", str(exp / "checkpoints" / "best.pt"), first, str(out)]) == 0
+        assert np.isfinite(sf.read(out)[0]).all()
+    finally:
+        (tmp_path / "away.pt").rename(exp / "phone_classifier.pt")
+
+
+def test_teacher_forcing_resynthesises_the_target_and_reads_its_frames(trained):
+    config, exp = trained
+    pairs = read_pair_list(config.data.train_list)
+    features = load_features(config.data.train_list, config.audio, config.data.cache_dir, progress=False)
+    targets = [torch.as_tensor(features[pair.utt_id][1]) for pair in pairs]
+    converter = for_teacher_forcing(exp / "checkpoints" / "best.pt")
+    outputs = teacher_forced(
+        converter, [config.data.train_list], [p.target for p in pairs], targets, config.audio, progress=False
+    )
+    for (mel, read), target in zip(outputs, targets, strict=True):
+        assert len(mel) == len(target) and torch.isfinite(mel).all()
+        # what a post-filter reads beside the output: the target's own normalised frames, not the source's
+        torch.testing.assert_close(read, torch.as_tensor(converter.tgt_stats.normalize(target.numpy())))
+
+
+def test_it_needs_phones_and_a_known_content(trained, tmp_path):
+    config, _ = trained
+    no_phones = dataclasses.replace(config, data=dataclasses.replace(config.data, phones=""))
+    with pytest.raises(ConfigError, match="recognition_synthesis needs data.phones"):
+        model_loop(no_phones, tmp_path / "a", progress=False)
+    with pytest.raises(ConfigError, match="model.content must be one of posteriors"):
+        model_loop(config.with_overrides(["model.content=mfcc"]), tmp_path / "b", progress=False)

@@ -1,0 +1,85 @@
+"""The recognition-synthesis converter as a kind (vc/model/recognition_synthesis.py): the target learned
+from the target.
+
+Every other kind learns the target's frames from the source's, paired by an alignment (DTW, attention,
+phones) uncertain frame by frame, and an L1-trained network learns the average of what it might pair.
+This one trains on the target's own recordings: the run's phone recognizer (trained on both speakers'
+frames, data.phones; vc/training/phonetic.py) reads each target utterance's content, and the
+synthesizer learns to say it back in the target's frames. The source recordings of the pairs train only
+the recognizer. Its dev loss is the dev targets' resynthesis; its dev views show the dev sources
+converted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vc.config import Config
+from vc.errors import ConfigError
+from vc.kinds.base import DevViews, ModelKind
+from vc.kinds.losses import SpectralLosses, masked_spectral_loss, with_phonetic
+from vc.kinds.nonautoregressive import ParallelDecoderConfig
+from vc.model.recognition_synthesis import CONTENTS, RecognitionSynthesisVC
+
+
+@dataclass
+class RecognitionSynthesisConfig(ParallelDecoderConfig):
+    """The model section of kind recognition_synthesis: which content features the synthesizer reads,
+    and the frame-wise converter's layers behind them."""
+
+    kind: str = "recognition_synthesis"
+    content: str = "posteriors"  # posteriors, log_posteriors, or hidden (the recognizer's last layer)
+
+
+class RecognitionSynthesisKind(ModelKind):
+    name = "recognition_synthesis"
+    config = RecognitionSynthesisConfig
+    network = RecognitionSynthesisVC
+    needs_recognizer = True
+    phonetic_labels = "target"  # it learns the target's frames at their own timing
+
+    def check(self, config: Config) -> None:
+        super().check(config)
+        if config.model.content not in CONTENTS:
+            raise ConfigError(
+                f"model.content must be one of {', '.join(CONTENTS)}, got {config.model.content!r}"
+            )
+        if not config.data.phones:
+            raise ConfigError(
+                "model.kind recognition_synthesis needs data.phones (the alignments of vc durations "
+                "--phones): its phone recognizer learns from them"
+            )
+
+    def initialise(self, model, durations, recognizer=None) -> None:
+        model.load_recognizer(recognizer)
+
+    def losses(self, model, batch, config: Config, step: int | None, critic=None) -> SpectralLosses:
+        """The target's frames from their own content: L1 + L2 before and after the postnet; with a
+        critic, the phonetic loss on the output against the target's phones."""
+        out = model(batch.tgt, batch.tgt_lens)
+        spectral = masked_spectral_loss(out.before, batch.tgt, batch.tgt_lens) + masked_spectral_loss(
+            out.after, batch.tgt, batch.tgt_lens
+        )
+        return with_phonetic(SpectralLosses(spectral, spectral), critic, out.after, batch, config)
+
+    def teacher_forcing_input(self, src, src_lens, tgt, tgt_lens):
+        return tgt, tgt_lens
+
+    def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations):
+        return model(tgt, tgt_lens)  # the target resynthesised: at its own timing
+
+    def log_fixed_utterances(self, views: DevViews, model, batch, step: int) -> None:
+        """Per fixed dev utterance: the target against the source converted (each at its own timing),
+        and the conversion's audio."""
+        from vc.plotting import mel_figure  # matplotlib: not on conversion's import path
+
+        free = model.inference(batch.src, batch.src_lens, views.config.inference)
+        waves, wave_lens = views.vocoder(views.target_stats.denormalize(free.after), free.lens)
+        for k, utt_id in enumerate(batch.utt_ids):
+            target = batch.tgt[k, : int(batch.tgt_lens[k])].cpu().numpy()
+            converted = free.after[k, : int(free.lens[k])].float().cpu().numpy()
+            views.writer.add_figure(f"valid/mel/{utt_id}", mel_figure(target, converted, utt_id), step)
+            views.audio(utt_id, waves[k, : int(wave_lens[k])].float().cpu(), step)
+
+
+RECOGNITION_SYNTHESIS = RecognitionSynthesisKind()

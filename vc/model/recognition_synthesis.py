@@ -1,0 +1,74 @@
+"""The recognition-synthesis converter: the target's frames from content features, trained on the target's
+own recordings (phonetic-posteriorgram conversion: Sun et al., ICME 2016).
+
+    log-mels of any speaker (normalised by that speaker's statistics)
+        -> phone recognizer (vc/model/phone_classifier.py: trained on both speakers' frames, frozen)
+        -> content features per frame: phone posteriors, their logarithms, or the recognizer's last
+           hidden layer (model.content)
+        -> the frame-wise converter's layers (encoder, parallel decoder, postnet; vc/model/framewise.py)
+        -> the target's log-mels at the input's timing
+
+Training reads the target's own frames and predicts them (vc/kinds/recognition_synthesis.py): input
+and output come from the same recording, so no alignment pairs frames of two speakers, and the output
+learns no average of what an uncertain alignment might pair. Conversion reads the source's frames: what
+the recognizer hears of them, in the target's voice.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from vc.config import InferenceConfig, ModelConfig
+from vc.masks import make_pad_mask
+from vc.model.framewise import FrameWiseOutput, FrameWiseVC
+from vc.model.phone_classifier import PHONES, PhoneClassifier
+
+CONTENTS = ("posteriors", "log_posteriors", "hidden")
+LOG_FLOOR = -10.0  # log posteriors below this are this: a phone the recognizer rules out
+
+
+class RecognitionSynthesisVC(nn.Module):
+    """The frozen recognizer and the synthesizer behind it.
+
+    Shapes: mels (B, T, n_mels), lens (B,) -> FrameWiseOutput, mels (B, T, n_mels), one output frame per
+    input frame. The recognizer's weights come from the run's phone classifier (load_recognizer); they
+    are part of the network's state, so a checkpoint converts on its own.
+    """
+
+    def __init__(self, n_mels: int, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.recognizer = PhoneClassifier(n_mels, len(PHONES)).requires_grad_(False)
+        width = self.recognizer.out.in_features if config.content == "hidden" else len(PHONES)
+        self.synthesizer = FrameWiseVC(n_mels, config, n_in=width)
+
+    def load_recognizer(self, classifier: PhoneClassifier) -> None:
+        """Take the weights of a trained phone classifier (of the default shape)."""
+        self.recognizer.load_state_dict(classifier.state_dict())
+
+    def train(self, mode: bool = True) -> RecognitionSynthesisVC:
+        super().train(mode)
+        self.recognizer.eval()  # frozen: its dropout never runs
+        return self
+
+    @torch.no_grad()
+    def content(self, mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+        """(B, T, n_mels), (B,) -> (B, T, width) content features; the padding reads as zeros, so an
+        item's features are the same alone or in a batch."""
+        keep = (~make_pad_mask(lens, mels.shape[1])).unsqueeze(-1).to(mels.dtype)
+        hidden = self.recognizer.hidden(mels, keep)
+        if self.config.content == "hidden":
+            return hidden
+        logits = self.recognizer.out(hidden).float()
+        if self.config.content == "log_posteriors":
+            return logits.log_softmax(-1).clamp(min=LOG_FLOOR).to(mels.dtype)
+        return logits.softmax(-1).to(mels.dtype)
+
+    def forward(self, mels: torch.Tensor, lens: torch.Tensor) -> FrameWiseOutput:
+        return self.synthesizer(self.content(mels, lens), lens)
+
+    @torch.no_grad()
+    def inference(self, mels, lens, config: InferenceConfig | None = None) -> FrameWiseOutput:
+        """Conversion at the input's timing (inference.speed as the frame-wise converter's)."""
+        return self.synthesizer.inference(self.content(mels, lens), lens, config)
