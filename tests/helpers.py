@@ -165,8 +165,10 @@ def write_half_phones(config: Config, path: Path) -> None:
     for lst in (config.data.train_list, config.data.dev_list):
         for utt, pair in load_features(lst, config.audio, config.data.cache_dir, progress=False).items():
             phones[utt] = {
-                side: [["AA", 0.0, len(mels) * seconds / 2], ["S", len(mels) * seconds / 2, len(mels) * seconds]]
+                side: [
+                    ["AA", 0.0, len(mels) * seconds / 2],
+                    ["S", len(mels) * seconds / 2, len(mels) * seconds],
+                ]
                 for side, mels in zip(("source", "target"), pair, strict=True)
             }
     path.write_text(json.dumps(phones))
-

@@ -40,9 +40,10 @@ def test_one_output_frame_per_input_frame_and_a_padded_item_computes_as_alone():
         torch.testing.assert_close(features[1, :5], model.content(mels[1:, :5], lens[1:])[0])
         if content == "posteriors":
             torch.testing.assert_close(features.sum(-1), torch.ones(2, 9))
-        out = model.inference(mels, lens, InferenceConfig())
+        pitch = torch.randn(2, 9, 2)
+        out = model.inference(mels, lens, InferenceConfig(), pitch=pitch)
         assert out.after.shape == (2, 9, 8) and out.lens.tolist() == [9, 5]
-        alone = model.inference(mels[1:, :5], lens[1:], InferenceConfig())
+        alone = model.inference(mels[1:, :5], lens[1:], InferenceConfig(), pitch=pitch[1:, :5])
         torch.testing.assert_close(out.after[1, :5], alone.after[0], rtol=1e-4, atol=1e-5)
 
 
@@ -52,21 +53,29 @@ def test_the_recognizer_stays_frozen_and_without_dropout_in_training():
     mels, lens = torch.randn(2, 7, 8), torch.tensor([7, 7])
     first = model.content(mels, lens)
     assert torch.equal(first, model.content(mels, lens))  # no dropout drawn
-    model(mels, lens).after.sum().backward()
+    model(mels, lens, torch.randn(2, 7, 2)).after.sum().backward()
     assert all(p.grad is None for p in model.recognizer.parameters())
     assert any(p.grad is not None for p in model.synthesizer.parameters())
 
 
 def test_it_learns_from_the_target_alone():
-    """The loss never reads the source's frames: garbage there changes nothing."""
+    """The loss never reads the source's frames or pitch: garbage there changes nothing."""
     torch.manual_seed(0)
     config = Config(model=tiny_config("recognition_synthesis", **SMALL))
     model = RecognitionSynthesisVC(8, config.model).eval()
-    tgt, lens = torch.randn(2, 6, 8), torch.tensor([6, 4])
+    tgt, lens, tgt_pitch = torch.randn(2, 6, 8), torch.tensor([6, 4]), torch.randn(2, 6, 2)
     kind = get_kind("recognition_synthesis")
     losses = [
-        kind.losses(model, Batch(["a", "b"], src, torch.tensor([5, 5]), tgt, lens), config, step=None).total
-        for src in (torch.randn(2, 5, 8), torch.full((2, 5, 8), float("nan")))
+        kind.losses(
+            model,
+            Batch(["a", "b"], src, torch.tensor([5, 5]), tgt, lens, src_pitch=src_pitch, tgt_pitch=tgt_pitch),
+            config,
+            step=None,
+        ).total
+        for src, src_pitch in (
+            (torch.randn(2, 5, 8), torch.randn(2, 5, 2)),
+            (torch.full((2, 5, 8), float("nan")), torch.full((2, 5, 2), float("nan"))),
+        )
     ]
     assert torch.isfinite(losses[0]) and torch.equal(losses[0], losses[1])
 

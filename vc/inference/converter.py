@@ -25,6 +25,7 @@ from vc.artifacts.postfilter import load_postfilter
 from vc.audio import FeatureStats, LogMel, Speech, prepare_speech, prepare_wave, read_speech
 from vc.audio.dsp import with_silence
 from vc.audio.griffin_lim import GriffinLimVocoder
+from vc.audio.pitch import pitch_of
 from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
 from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
@@ -237,8 +238,13 @@ class Converter:
             src = self.normalize_source(mels, mel_lens)
         # Seeded: the prenet's dropout (on at inference) and Griffin-Lim's initial
         # phase are random, and the same input should give the same output.
+        extras = (
+            {"pitch": pitch_of(padded.to(self.device), wave_lens, self.config.audio)}
+            if self.kind.needs_pitch
+            else {}
+        )
         with private_rng(self.seed, self.device):
-            out = self.model.inference(src, mel_lens, self.config.inference)
+            out = self.model.inference(src, mel_lens, self.config.inference, **extras)
         converted = self.tgt_stats.denormalize(out.after)
         if self.postfilter is not None:
             with record_function("postfilter"):

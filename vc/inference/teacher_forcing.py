@@ -14,6 +14,7 @@ import torch
 from vc.artifacts.checkpoint import private_rng
 from vc.artifacts.durations import load_durations
 from vc.audio import read_audio
+from vc.audio.pitch import pitch_of
 from vc.config import AudioConfig
 from vc.errors import DataError
 from vc.inference.converter import Converter
@@ -71,8 +72,13 @@ def teacher_forced(
             taught = None
             if durations is not None:  # the durations it trained on
                 taught = pad([durations[by_target[files[k]].utt_id] for k in chunk], batch_first=True)
+            extras = {}
+            if kind.needs_pitch:  # the target's own pitch, read from its recording
+                targets = [torch.from_numpy(read_audio(files[k], audio)) for k in chunk]
+                lens = torch.tensor([len(w) for w in targets])
+                extras["tgt_pitch"] = pitch_of(pad(targets, batch_first=True), lens, audio)
             with private_rng(0, converter.device):
-                out = kind.teacher_forced(converter.model, src, src_lens, tgt, tgt_lens, taught)
+                out = kind.teacher_forced(converter.model, src, src_lens, tgt, tgt_lens, taught, **extras)
             after = converter.tgt_stats.denormalize(out.after).float()
             read, read_lens = kind.teacher_forcing_input(src, src_lens, tgt, tgt_lens)
             source = aligned_source(

@@ -48,6 +48,9 @@ class ModelKind:
     # Reads content features of the run's phone recognizer (trained on both speakers' frames of
     # data.phones, vc/training/phonetic.py): initialise receives it.
     needs_recognizer = False
+    # Reads pitch features (vc/audio/pitch.py): the batches carry them, and conversion and teacher
+    # forcing pass them to the network (``pitch=``).
+    needs_pitch = False
     teaches_durations = False  # its teacher-forced alignments time another kind (vc durations)
     # The dev losses logged (valid/loss/<name>), and those summed into the score best.pt is chosen by.
     dev_terms: tuple[str, ...] = ("spectral",)
@@ -106,9 +109,12 @@ class ModelKind:
         target's own frames."""
         return src, src_lens
 
-    def teacher_forced(self, model: nn.Module, src, src_lens, tgt, tgt_lens, durations) -> NamedTuple:
+    def teacher_forced(
+        self, model: nn.Module, src, src_lens, tgt, tgt_lens, durations, tgt_pitch=None
+    ) -> NamedTuple:
         """The prediction at the target's own timing (normalised ``tgt``; ``durations``, (B, N), when
-        needs_durations), for the networks that learn from it."""
+        needs_durations; the target's pitch features when needs_pitch), for the networks that learn
+        from it."""
         raise NotImplementedError
 
     def frames_per_row(self, config: ModelConfig) -> int:

@@ -5,7 +5,8 @@ Every other kind learns the target's frames from the source's, paired by an alig
 phones) uncertain frame by frame, and an L1-trained network learns the average of what it might pair.
 This one trains on the target's own recordings: the run's phone recognizer (trained on both speakers'
 frames, data.phones; vc/training/phonetic.py) reads each target utterance's content, and the
-synthesizer learns to say it back in the target's frames. The source recordings of the pairs train only
+synthesizer learns to say it back in the target's frames, with the utterance's own intonation (pitch
+features, vc/audio/pitch.py). The source recordings of the pairs train only
 the recognizer. Its dev loss is the dev targets' resynthesis; its dev views show the dev sources
 converted.
 """
@@ -36,6 +37,7 @@ class RecognitionSynthesisKind(ModelKind):
     config = RecognitionSynthesisConfig
     network = RecognitionSynthesisVC
     needs_recognizer = True
+    needs_pitch = True
     phonetic_labels = "target"  # it learns the target's frames at their own timing
 
     def check(self, config: Config) -> None:
@@ -56,7 +58,7 @@ class RecognitionSynthesisKind(ModelKind):
     def losses(self, model, batch, config: Config, step: int | None, critic=None) -> SpectralLosses:
         """The target's frames from their own content: L1 + L2 before and after the postnet; with a
         critic, the phonetic loss on the output against the target's phones."""
-        out = model(batch.tgt, batch.tgt_lens)
+        out = model(batch.tgt, batch.tgt_lens, batch.tgt_pitch)
         spectral = masked_spectral_loss(out.before, batch.tgt, batch.tgt_lens) + masked_spectral_loss(
             out.after, batch.tgt, batch.tgt_lens
         )
@@ -65,15 +67,15 @@ class RecognitionSynthesisKind(ModelKind):
     def teacher_forcing_input(self, src, src_lens, tgt, tgt_lens):
         return tgt, tgt_lens
 
-    def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations):
-        return model(tgt, tgt_lens)  # the target resynthesised: at its own timing
+    def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations, tgt_pitch=None):
+        return model(tgt, tgt_lens, tgt_pitch)  # the target resynthesised: at its own timing
 
     def log_fixed_utterances(self, views: DevViews, model, batch, step: int) -> None:
         """Per fixed dev utterance: the target against the source converted (each at its own timing),
         and the conversion's audio."""
         from vc.plotting import mel_figure  # matplotlib: not on conversion's import path
 
-        free = model.inference(batch.src, batch.src_lens, views.config.inference)
+        free = model.inference(batch.src, batch.src_lens, views.config.inference, pitch=batch.src_pitch)
         waves, wave_lens = views.vocoder(views.target_stats.denormalize(free.after), free.lens)
         for k, utt_id in enumerate(batch.utt_ids):
             target = batch.tgt[k, : int(batch.tgt_lens[k])].cpu().numpy()

@@ -5,6 +5,8 @@ own recordings (phonetic-posteriorgram conversion: Sun et al., ICME 2016).
         -> phone recognizer (vc/model/phone_classifier.py: trained on both speakers' frames, frozen)
         -> content features per frame: phone posteriors, their logarithms, or the recognizer's last
            hidden layer (model.content)
+        + pitch features per frame (vc/audio/pitch.py: log-F0 as its z-score inside the utterance,
+          voicing): the input's intonation, in any voice's range
         -> the frame-wise converter's layers (encoder, parallel decoder, postnet; vc/model/framewise.py)
         -> the target's log-mels at the input's timing
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from vc.audio.pitch import FEATURES as PITCH_FEATURES
 from vc.config import InferenceConfig, ModelConfig
 from vc.masks import make_pad_mask
 from vc.model.framewise import FrameWiseOutput, FrameWiseVC
@@ -41,7 +44,7 @@ class RecognitionSynthesisVC(nn.Module):
         self.config = config
         self.recognizer = PhoneClassifier(n_mels, len(PHONES)).requires_grad_(False)
         width = self.recognizer.out.in_features if config.content == "hidden" else len(PHONES)
-        self.synthesizer = FrameWiseVC(n_mels, config, n_in=width)
+        self.synthesizer = FrameWiseVC(n_mels, config, n_in=width + PITCH_FEATURES)
 
     def load_recognizer(self, classifier: PhoneClassifier) -> None:
         """Take the weights of a trained phone classifier (of the default shape)."""
@@ -65,10 +68,15 @@ class RecognitionSynthesisVC(nn.Module):
             return logits.log_softmax(-1).clamp(min=LOG_FLOOR).to(mels.dtype)
         return logits.softmax(-1).to(mels.dtype)
 
-    def forward(self, mels: torch.Tensor, lens: torch.Tensor) -> FrameWiseOutput:
-        return self.synthesizer(self.content(mels, lens), lens)
+    def inputs(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor) -> torch.Tensor:
+        """The synthesizer's input: content features and the pitch features beside them (B, T, width + 2)."""
+        return torch.cat([self.content(mels, lens), pitch[:, : mels.shape[1]].to(mels.dtype)], dim=-1)
+
+    def forward(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor) -> FrameWiseOutput:
+        return self.synthesizer(self.inputs(mels, lens, pitch), lens)
 
     @torch.no_grad()
-    def inference(self, mels, lens, config: InferenceConfig | None = None) -> FrameWiseOutput:
-        """Conversion at the input's timing (inference.speed as the frame-wise converter's)."""
-        return self.synthesizer.inference(self.content(mels, lens), lens, config)
+    def inference(self, mels, lens, config: InferenceConfig | None = None, pitch=None) -> FrameWiseOutput:
+        """Conversion at the input's timing (inference.speed as the frame-wise converter's); ``pitch``:
+        the input's pitch features (vc/audio/pitch.py), (B, T, 2)."""
+        return self.synthesizer.inference(self.inputs(mels, lens, pitch), lens, config)

@@ -7,6 +7,7 @@ cache.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 
 from vc.audio import FeatureStats, LogMel, logmel_numpy, read_audio
+from vc.audio.pitch import pitch_of
 from vc.config import AudioConfig
 from vc.errors import DataError
 from vc.fileio import atomic_save, atomic_write_text
@@ -63,6 +65,33 @@ def load_features(
     atomic_save(path, tensors)
     log.info("cached features of %d pairs in %s", len(features), path)
     return features
+
+
+def load_pitch(
+    list_path: str | Path, audio: AudioConfig, cache_dir: str | Path, progress: bool = True
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """utt_id -> (source, target) pitch features (frames, 2) of every pair in the list
+    (vc/audio/pitch.py), from the cache beside the features' or computed (and cached) now."""
+    list_path = Path(list_path)
+    path = cache_path(list_path, audio, Path(cache_dir)).with_suffix(".pitch.pt")
+    if path.is_file():
+        try:
+            return torch.load(path, weights_only=True)
+        except Exception:  # a damaged cache is only a cache: compute it again
+            log.warning("pitch cache %s is unreadable; computing it again", path)
+
+    def features(file) -> torch.Tensor:
+        wave = torch.from_numpy(read_audio(file, audio))
+        return pitch_of(wave[None], torch.tensor([len(wave)]), audio)[0]
+
+    pairs = read_pair_list(list_path)
+    pitch = {
+        pair.utt_id: (features(pair.source), features(pair.target))
+        for pair in show_progress(pairs, desc=f"pitch {list_path.name}", disable=not progress, unit="utt")
+    }
+    atomic_save(path, pitch)
+    log.info("cached the pitch of %d pairs in %s", len(pitch), path)
+    return pitch
 
 
 def require_lists(config) -> tuple[str, str]:
@@ -121,7 +150,8 @@ class ParallelDataset(torch.utils.data.Dataset):
 
     ``durations``: utt_id -> (N,) target frames per encoder step (vc.training.durations), for the
     converters timed by them; ``phones``: utt_id -> frame labels of the phonetic loss
-    (vc.training.phonetic); None where not given.
+    (vc.training.phonetic); ``pitch``: utt_id -> (source, target) pitch features (load_pitch), for the
+    kinds that read them; None where not given.
     """
 
     def __init__(
@@ -131,6 +161,7 @@ class ParallelDataset(torch.utils.data.Dataset):
         tgt_stats: FeatureStats,
         durations: dict[str, torch.Tensor] | None = None,
         phones: dict[str, torch.Tensor] | None = None,
+        pitch: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
     ):
         self.ids = sorted(features)
         self.items = [
@@ -139,6 +170,7 @@ class ParallelDataset(torch.utils.data.Dataset):
                 torch.from_numpy(tgt_stats.normalize(features[i][1])),
                 durations[i].long() if durations is not None else None,
                 phones[i].long() if phones is not None else None,
+                *(pitch[i] if pitch is not None else (None, None)),
             )
             for i in self.ids
         ]
@@ -162,30 +194,31 @@ class Batch:
     tgt_lens: torch.Tensor  # (B,)
     durations: torch.Tensor | None = None  # (B, N) frames per encoder step, 0 on padding
     phones: torch.Tensor | None = None  # (B, T) phone labels of the phonetic loss, IGNORE on padding
+    src_pitch: torch.Tensor | None = None  # (B, T_src, 2) pitch features (vc/audio/pitch.py), 0 on padding
+    tgt_pitch: torch.Tensor | None = None  # (B, T_tgt, 2)
 
     def to(self, device) -> Batch:
-        return Batch(
-            self.utt_ids,
-            self.src.to(device),
-            self.src_lens.to(device),
-            self.tgt.to(device),
-            self.tgt_lens.to(device),
-            self.durations.to(device) if self.durations is not None else None,
-            self.phones.to(device) if self.phones is not None else None,
-        )
+        tensors = (getattr(self, field.name) for field in dataclasses.fields(self)[1:])
+        return Batch(self.utt_ids, *(None if x is None else x.to(device) for x in tensors))
 
 
 def collate(items) -> Batch:
-    ids, sources, targets, durations, phones = zip(*items, strict=True)
+    ids, sources, targets, durations, phones, src_pitch, tgt_pitch = zip(*items, strict=True)
     pad = torch.nn.utils.rnn.pad_sequence
+
+    def padded(tensors, value=0):
+        return pad(tensors, batch_first=True, padding_value=value) if tensors[0] is not None else None
+
     return Batch(
         list(ids),
         pad(sources, batch_first=True),
         torch.tensor([len(s) for s in sources]),
         pad(targets, batch_first=True),
         torch.tensor([len(t) for t in targets]),
-        pad(durations, batch_first=True) if durations[0] is not None else None,
-        pad(phones, batch_first=True, padding_value=IGNORE) if phones[0] is not None else None,
+        padded(durations),
+        padded(phones, IGNORE),
+        padded(src_pitch),
+        padded(tgt_pitch),
     )
 
 

@@ -30,6 +30,7 @@ from vc.training.data import (
     collate,
     feature_cache_dir,
     load_features,
+    load_pitch,
     require_lists,
     speaker_list,
     speaker_stats,
@@ -137,8 +138,11 @@ class ModelJob(Job):
         # Both sides' phone labels: the recognizer's, and the phonetic loss's (the kind's side).
         labels = self._phone_labels({**train, **dev})
         phones = labels[self.kind.phonetic_labels] if labels and self.kind.phonetic_labels else None
-        self.train_set = ParallelDataset(train, self.src_stats, self.tgt_stats, self.durations, phones)
-        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, self.durations, phones)
+        train_pitch, dev_pitch = self._pitch() if self.kind.needs_pitch else (None, None)
+        self.train_set = ParallelDataset(
+            train, self.src_stats, self.tgt_stats, self.durations, phones, train_pitch
+        )
+        self.dev_set = ParallelDataset(dev, self.src_stats, self.tgt_stats, self.durations, phones, dev_pitch)
         self.recognizer = self._phone_recognizer(labels) if labels else None
         weight = self.config.train.phonetic_weight
         self.loss_extras = {"critic": self.recognizer} if weight > 0 else {}
@@ -159,6 +163,17 @@ class ModelJob(Job):
         durations = load_durations(self.config.data.durations, factor)
         check_durations(durations, {**train, **dev}, factor)
         return durations
+
+    def _pitch(self):
+        """The training and dev lists' pitch features (load_pitch; rank 0 caches them first)."""
+        cache_dir = feature_cache_dir(self.config, self.out_dir)
+        lists = require_lists(self.config)
+        if self.is_main:
+            for path in lists:
+                load_pitch(path, self.config.audio, cache_dir, self.progress)
+        if self.world_size > 1:
+            dist.barrier()
+        return tuple(load_pitch(path, self.config.audio, cache_dir, progress=False) for path in lists)
 
     def _phone_labels(self, features) -> dict[str, dict[str, torch.Tensor]] | None:
         """Both sides' frame labels of data.phones (load_frame_labels) when the run has a phone

@@ -1,0 +1,68 @@
+"""Pitch per mel frame (vc/audio/pitch.py): YIN's F0 at the log-mel's frames, and the features the
+recognition-synthesis converter reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from vc.audio import LogMel
+from vc.audio.pitch import pitch_features, pitch_of, yin
+from vc.config import AudioConfig
+
+AUDIO = AudioConfig()
+
+
+def harmonic(f0: float, seconds: float = 0.6, sr: int = 16000) -> torch.Tensor:
+    t = np.arange(int(seconds * sr)) / sr
+    return torch.from_numpy(
+        (0.2 * sum(np.sin(2 * np.pi * f0 * h * t) / h for h in range(1, 8))).astype(np.float32)
+    )
+
+
+@pytest.mark.parametrize("f0", [80.0, 120.0, 210.0, 330.0])
+def test_the_period_of_a_voice_is_found_at_every_frame(f0):
+    wave = harmonic(f0)
+    found = yin(wave[None], torch.tensor([len(wave)]), AUDIO)[0]
+    voiced = found[found > 0]
+    assert len(voiced) >= len(found) - 2  # the edges may read half silence
+    assert torch.allclose(voiced, torch.full_like(voiced, f0), rtol=0.01)
+
+
+def test_noise_and_silence_are_unvoiced_and_frames_match_the_log_mel():
+    noise = torch.from_numpy(np.random.default_rng(0).standard_normal(9000).astype(np.float32) * 0.1)
+    wave = torch.cat([harmonic(150.0, 0.5), torch.zeros(8000), noise])
+    found = yin(wave[None], torch.tensor([len(wave)]), AUDIO)[0]
+    _, frames = LogMel(AUDIO)(wave[None], torch.tensor([len(wave)]))
+    assert len(found) == int(frames[0])
+    hop = AUDIO.hop_length
+    assert (found[5 : 8000 // hop - 3] > 0).all()  # the voice
+    assert (found[8000 // hop + 4 : 16000 // hop - 3] == 0).all()  # silence
+    assert (found[16000 // hop + 4 :] == 0).float().mean() > 0.9  # noise
+
+
+def test_a_padded_item_reads_as_alone_and_padding_is_zero():
+    low, high = harmonic(110.0, 0.4), harmonic(240.0, 0.7)
+    waves = torch.nn.utils.rnn.pad_sequence([low, high], batch_first=True)
+    lens = torch.tensor([len(low), len(high)])
+    batch = pitch_of(waves, lens, AUDIO)
+    alone = pitch_of(low[None], lens[:1], AUDIO)[0]
+    frames = len(low) // AUDIO.hop_length + 1
+    assert batch.shape == (2, len(high) // AUDIO.hop_length + 1, 2)
+    torch.testing.assert_close(batch[0, :frames], alone)
+    assert (batch[0, frames:] == 0).all()
+
+
+def test_features_are_the_contours_z_score_whatever_the_voices_range():
+    rise = torch.linspace(100, 150, 20)
+    f0 = torch.stack([torch.cat([rise, torch.zeros(5)]), torch.cat([2 * rise, torch.zeros(5)])])
+    f0[:, 3] = 0  # an unvoiced frame inside
+    features = pitch_features(f0, torch.tensor([25, 22]))
+    assert features.shape == (2, 25, 2)
+    torch.testing.assert_close(features[0, :20], features[1, :20])  # an octave up reads the same
+    assert features[0, 3].tolist() == [0.0, 0.0] and features[1, 22:].abs().sum() == 0
+    voiced = features[0, :20, 1] > 0
+    z = features[0, :20, 0][voiced]
+    assert abs(float(z.mean())) < 1e-5 and abs(float(z.std(unbiased=False)) - 1) < 1e-4
+    assert (z[1:] > z[:-1]).all()  # the rise stays a rise
