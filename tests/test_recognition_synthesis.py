@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 import torch
 
-from tests.helpers import tiny_config, tiny_training_config, write_half_phones
+from tests.helpers import tensorboard_scalars, tiny_config, tiny_training_config, write_half_phones
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.artifacts.companion import read_network_payload
@@ -80,12 +80,15 @@ def test_it_learns_from_the_target_alone():
     assert torch.isfinite(losses[0]) and torch.equal(losses[0], losses[1])
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """(config, experiment): a tiny recognition-synthesis converter trained by vc train."""
+@pytest.fixture(scope="module", params=["parallel", "attention"])
+def trained(tmp_path_factory, request):
+    """(config, experiment): a tiny recognition-synthesis converter trained by vc train, through each
+    decoder."""
     tmp = tmp_path_factory.mktemp("recsyn")
     config = tiny_training_config(tmp)
-    config.model = tiny_config("recognition_synthesis", encoder_reduction_factor=1, **SMALL)
+    config.model = tiny_config(
+        "recognition_synthesis", decoder=request.param, encoder_reduction_factor=1, **SMALL
+    )
     write_half_phones(config, tmp / "phones.json")
     config.data = dataclasses.replace(config.data, phones=str(tmp / "phones.json"))
     config.train = dataclasses.replace(config.train, phonetic_minutes=0.01)
@@ -105,7 +108,8 @@ def test_its_checkpoint_carries_the_runs_recognizer_and_converts_alone(trained, 
         first = str(read_pair_list(config.data.train_list)[0].source)
         converter = Converter.from_checkpoint(exp / "checkpoints" / "best.pt", mel2linear=False)
         result = converter.convert_file(first)
-        assert result.alignment.shape[0] == result.mel.shape[0]  # one row per output frame
+        frames_per_row = config.model.reduction_factor if config.model.decoder == "attention" else 1
+        assert result.alignment.shape[0] == -(-result.mel.shape[0] // frames_per_row)  # rows: output frames
         out = tmp_path / "out.wav"
         assert main(["convert", "--checkpoint", str(exp / "checkpoints" / "best.pt"), first, str(out)]) == 0
         assert np.isfinite(sf.read(out)[0]).all()
@@ -123,9 +127,11 @@ def test_teacher_forcing_resynthesises_the_target_and_reads_its_frames(trained):
         converter, [config.data.train_list], [p.target for p in pairs], targets, config.audio, progress=False
     )
     for (mel, read), target in zip(outputs, targets, strict=True):
-        assert len(mel) == len(target) and torch.isfinite(mel).all()
-        # what a post-filter reads beside the output: the target's own normalised frames, not the source's
-        torch.testing.assert_close(read, torch.as_tensor(converter.tgt_stats.normalize(target.numpy())))
+        assert len(mel) == len(target) == len(read) and torch.isfinite(mel).all()
+        if config.model.decoder == "parallel":
+            # what a post-filter reads beside the output: the target's own normalised frames, not the
+            # source's (the attention decoder reads them where its attention looks)
+            torch.testing.assert_close(read, torch.as_tensor(converter.tgt_stats.normalize(target.numpy())))
 
 
 def test_it_needs_phones_and_a_known_content(trained, tmp_path):
@@ -135,3 +141,16 @@ def test_it_needs_phones_and_a_known_content(trained, tmp_path):
         model_loop(no_phones, tmp_path / "a", progress=False)
     with pytest.raises(ConfigError, match="model.content must be one of posteriors"):
         model_loop(config.with_overrides(["model.content=mfcc"]), tmp_path / "b", progress=False)
+    with pytest.raises(ConfigError, match="model.decoder must be one of parallel, attention"):
+        model_loop(config.with_overrides(["model.decoder=wavenet"]), tmp_path / "c", progress=False)
+    attention = config.with_overrides(["model.decoder=attention", "train.phonetic_weight=1"])
+    with pytest.raises(ConfigError, match="phonetic_weight needs model.decoder parallel"):
+        model_loop(attention, tmp_path / "d", progress=False)
+
+
+def test_the_attention_decoder_shows_its_alignments(trained):
+    config, exp = trained
+    if config.model.decoder != "attention":
+        pytest.skip("the parallel decoder has no attention")
+    scalars = tensorboard_scalars(exp / "tensorboard")
+    assert {"valid/align/focus_rate", "valid/align/diagonal", "valid/loss/spectral"} <= set(scalars)

@@ -15,21 +15,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vc.config import Config
+from vc.config import Config, InferenceConfig, ModelConfig
 from vc.errors import ConfigError
+from vc.kinds.alignment import diagonal_ratio, focus_rate
+from vc.kinds.attention import ATTENTION, AttentionConfig
 from vc.kinds.base import DevViews, ModelKind
-from vc.kinds.losses import SpectralLosses, masked_spectral_loss, with_phonetic
+from vc.kinds.losses import SpectralLosses, compute_losses, masked_spectral_loss, with_phonetic
 from vc.kinds.nonautoregressive import ParallelDecoderConfig
-from vc.model.recognition_synthesis import CONTENTS, RecognitionSynthesisVC
+from vc.model.recognition_synthesis import CONTENTS, DECODERS, RecognitionSynthesisVC
 
 
 @dataclass
-class RecognitionSynthesisConfig(ParallelDecoderConfig):
+class RecognitionSynthesisConfig(ParallelDecoderConfig, AttentionConfig):
     """The model section of kind recognition_synthesis: which content features the synthesizer reads,
-    and the frame-wise converter's layers behind them."""
+    and which decoder makes the frames: the frame-wise converter's parallel one (its parallel_decoder_*
+    settings) or the attention model's (its attention_* and decoder_* settings, reduction_factor)."""
 
     kind: str = "recognition_synthesis"
     content: str = "posteriors"  # posteriors, log_posteriors, or hidden (the recognizer's last layer)
+    decoder: str = "parallel"  # parallel (one frame per input frame) or attention (Tacotron's; re-times)
 
 
 class RecognitionSynthesisKind(ModelKind):
@@ -42,6 +46,14 @@ class RecognitionSynthesisKind(ModelKind):
 
     def check(self, config: Config) -> None:
         super().check(config)
+        if config.model.decoder not in DECODERS:
+            raise ConfigError(
+                f"model.decoder must be one of {', '.join(DECODERS)}, got {config.model.decoder!r}"
+            )
+        if config.model.decoder == "attention" and config.train.phonetic_weight > 0:
+            raise ConfigError(
+                "train.phonetic_weight needs model.decoder parallel (its frames at the target's timing)"
+            )
         if config.model.content not in CONTENTS:
             raise ConfigError(
                 f"model.content must be one of {', '.join(CONTENTS)}, got {config.model.content!r}"
@@ -55,14 +67,29 @@ class RecognitionSynthesisKind(ModelKind):
     def initialise(self, model, durations, recognizer=None) -> None:
         model.load_recognizer(recognizer)
 
-    def losses(self, model, batch, config: Config, step: int | None, critic=None) -> SpectralLosses:
+    def losses(self, model, batch, config: Config, step: int | None, critic=None):
         """The target's frames from their own content: L1 + L2 before and after the postnet; with a
-        critic, the phonetic loss on the output against the target's phones."""
+        critic, the phonetic loss on the output against the target's phones. The attention decoder
+        adds the attention model's stop and guided-attention losses (its guide weighs 1 on the dev set)."""
         out = model(batch.tgt, batch.tgt_lens, batch.tgt_pitch)
+        if config.model.decoder == "attention":
+            t = config.train
+            guide = 1.0 if step is None else t.guided_attention_weight
+            return compute_losses(
+                out, batch.tgt, batch.tgt_lens, config.model.reduction_factor, t.stop_pos_weight,
+                t.guided_attention_sigma, guide,
+            )  # fmt: skip
         spectral = masked_spectral_loss(out.before, batch.tgt, batch.tgt_lens) + masked_spectral_loss(
             out.after, batch.tgt, batch.tgt_lens
         )
         return with_phonetic(SpectralLosses(spectral, spectral), critic, out.after, batch, config)
+
+    def prepare_for_conversion(self, model, inference: InferenceConfig) -> None:
+        if model.config.decoder == "attention":
+            ATTENTION.prepare_for_conversion(model.synthesizer, inference)
+
+    def frames_per_row(self, config: ModelConfig) -> int:
+        return config.reduction_factor if config.decoder == "attention" else 1
 
     def teacher_forcing_input(self, src, src_lens, tgt, tgt_lens):
         return tgt, tgt_lens
@@ -72,16 +99,35 @@ class RecognitionSynthesisKind(ModelKind):
 
     def log_fixed_utterances(self, views: DevViews, model, batch, step: int) -> None:
         """Per fixed dev utterance: the target against the source converted (each at its own timing),
-        and the conversion's audio."""
-        from vc.plotting import mel_figure  # matplotlib: not on conversion's import path
+        and the conversion's audio; through the attention decoder also its free-running alignment over
+        the source's content (figure, evolution strip, focus rate and diagonal)."""
+        from vc.plotting import alignment_figure, mel_figure  # matplotlib: not on conversion's import path
 
-        free = model.inference(batch.src, batch.src_lens, views.config.inference, pitch=batch.src_pitch)
+        config, writer = views.config, views.writer
+        free = model.inference(batch.src, batch.src_lens, config.inference, pitch=batch.src_pitch)
+        attention = config.model.decoder == "attention"
+        if attention:
+            rows = self.alignment_rows(free.lens, config.model)
+            writer.add_scalar(
+                "valid/align/focus_rate", float(focus_rate(free.alignments, rows, free.enc_lens).mean()), step
+            )
+            writer.add_scalar(
+                "valid/align/diagonal",
+                float(diagonal_ratio(free.alignments, rows, free.enc_lens).mean()),
+                step,
+            )
         waves, wave_lens = views.vocoder(views.target_stats.denormalize(free.after), free.lens)
         for k, utt_id in enumerate(batch.utt_ids):
             target = batch.tgt[k, : int(batch.tgt_lens[k])].cpu().numpy()
             converted = free.after[k, : int(free.lens[k])].float().cpu().numpy()
-            views.writer.add_figure(f"valid/mel/{utt_id}", mel_figure(target, converted, utt_id), step)
+            writer.add_figure(f"valid/mel/{utt_id}", mel_figure(target, converted, utt_id), step)
             views.audio(utt_id, waves[k, : int(wave_lens[k])].float().cpu(), step)
+            if attention:
+                aligned = free.alignments[k, : int(rows[k]), : int(free.enc_lens[k])].float().cpu().numpy()
+                writer.add_figure(
+                    f"valid/alignment/{utt_id}", alignment_figure(aligned, f"{utt_id} step {step}"), step
+                )
+                views.evolution(utt_id, step, aligned)
 
 
 RECOGNITION_SYNTHESIS = RecognitionSynthesisKind()

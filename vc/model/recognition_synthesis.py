@@ -7,8 +7,11 @@ own recordings (phonetic-posteriorgram conversion: Sun et al., ICME 2016).
            hidden layer (model.content)
         + pitch features per frame (vc/audio/pitch.py: log-F0 as its z-score inside the utterance,
           voicing): the input's intonation, in any voice's range
-        -> the frame-wise converter's layers (encoder, parallel decoder, postnet; vc/model/framewise.py)
-        -> the target's log-mels at the input's timing
+        -> the synthesizer (model.decoder): the frame-wise converter's layers (encoder, parallel
+           decoder, postnet; vc/model/framewise.py), one output frame per input frame; or the attention
+           model's (encoder, location-aware attention, autoregressive decoder with a stop token, postnet;
+           vc/model/seq2seq.py), which may re-time
+        -> the target's log-mels
 
 Training reads the target's own frames and predicts them (vc/kinds/recognition_synthesis.py): input
 and output come from the same recording, so no alignment pairs frames of two speakers, and the output
@@ -24,18 +27,20 @@ from torch import nn
 from vc.audio.pitch import FEATURES as PITCH_FEATURES
 from vc.config import InferenceConfig, ModelConfig
 from vc.masks import make_pad_mask
-from vc.model.framewise import FrameWiseOutput, FrameWiseVC
+from vc.model.framewise import FrameWiseVC
 from vc.model.phone_classifier import PHONES, PhoneClassifier
+from vc.model.seq2seq import Seq2SeqVC
 
 CONTENTS = ("posteriors", "log_posteriors", "hidden")
+DECODERS = ("parallel", "attention")
 LOG_FLOOR = -10.0  # log posteriors below this are this: a phone the recognizer rules out
 
 
 class RecognitionSynthesisVC(nn.Module):
     """The frozen recognizer and the synthesizer behind it.
 
-    Shapes: mels (B, T, n_mels), lens (B,) -> FrameWiseOutput, mels (B, T, n_mels), one output frame per
-    input frame. The recognizer's weights come from the run's phone classifier (load_recognizer); they
+    Shapes: mels (B, T, n_mels), lens (B,), pitch (B, T, 2) -> mels (B, T', n_mels): T' = T through the
+    parallel decoder, where the stop token says through the attention decoder. The recognizer's weights come from the run's phone classifier (load_recognizer); they
     are part of the network's state, so a checkpoint converts on its own.
     """
 
@@ -44,7 +49,8 @@ class RecognitionSynthesisVC(nn.Module):
         self.config = config
         self.recognizer = PhoneClassifier(n_mels, len(PHONES)).requires_grad_(False)
         width = self.recognizer.out.in_features if config.content == "hidden" else len(PHONES)
-        self.synthesizer = FrameWiseVC(n_mels, config, n_in=width + PITCH_FEATURES)
+        synthesizer = Seq2SeqVC if config.decoder == "attention" else FrameWiseVC
+        self.synthesizer = synthesizer(n_mels, config, n_in=width + PITCH_FEATURES)
 
     def load_recognizer(self, classifier: PhoneClassifier) -> None:
         """Take the weights of a trained phone classifier (of the default shape)."""
@@ -72,11 +78,16 @@ class RecognitionSynthesisVC(nn.Module):
         """The synthesizer's input: content features and the pitch features beside them (B, T, width + 2)."""
         return torch.cat([self.content(mels, lens), pitch[:, : mels.shape[1]].to(mels.dtype)], dim=-1)
 
-    def forward(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor) -> FrameWiseOutput:
-        return self.synthesizer(self.inputs(mels, lens, pitch), lens)
+    def forward(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor):
+        """The input resynthesised (training, teacher forcing): its own frames are the target (the
+        attention decoder reads them teacher-forced). FrameWiseOutput or Seq2SeqOutput."""
+        inputs = self.inputs(mels, lens, pitch)
+        if self.config.decoder == "attention":
+            return self.synthesizer(inputs, lens, mels, lens)
+        return self.synthesizer(inputs, lens)
 
     @torch.no_grad()
-    def inference(self, mels, lens, config: InferenceConfig | None = None, pitch=None) -> FrameWiseOutput:
-        """Conversion at the input's timing (inference.speed as the frame-wise converter's); ``pitch``:
-        the input's pitch features (vc/audio/pitch.py), (B, T, 2)."""
+    def inference(self, mels, lens, config: InferenceConfig | None = None, pitch=None):
+        """Conversion (inference.speed as the frame-wise converter's; the attention decoder's options as
+        the attention model's); ``pitch``: the input's pitch features (vc/audio/pitch.py), (B, T, 2)."""
         return self.synthesizer.inference(self.inputs(mels, lens, pitch), lens, config)

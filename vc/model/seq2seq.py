@@ -29,14 +29,16 @@ class Seq2SeqVC(nn.Module):
     """Tacotron-style sequence-to-sequence voice conversion on normalised log-mels.
 
     Shapes:
-        src: (B, T_src, n_mels), src_lens: (B,); tgt: (B, T_tgt, n_mels), tgt_lens: (B,)
+        src: (B, T_src, n_in), src_lens: (B,); tgt: (B, T_tgt, n_mels), tgt_lens: (B,); ``n_in``: the
+        input's features per frame, n_mels by default (the recognition-synthesis converter feeds it
+        content features, vc/model/recognition_synthesis.py)
     """
 
-    def __init__(self, n_mels: int, config: ModelConfig):
+    def __init__(self, n_mels: int, config: ModelConfig, n_in: int | None = None):
         super().__init__()
         c = config
         self.config = config
-        self.encoder = Encoder.from_config(n_mels, c)
+        self.encoder = Encoder.from_config(n_in or n_mels, c)
         attention = build_attention(
             c.attention_type,
             c.attention_rnn_dim,
