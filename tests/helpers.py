@@ -172,3 +172,19 @@ def write_half_phones(config: Config, path: Path) -> None:
                 for side, mels in zip(("source", "target"), pair, strict=True)
             }
     path.write_text(json.dumps(phones))
+
+
+def teacher_forced_training_pairs(config: Config, checkpoint: Path):
+    """(outputs, natural targets, converter): a checkpoint's teacher-forced predictions (teacher_forced)
+    for every pair of the config's training list, beside those targets' log-mels."""
+    from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
+    from vc.pairs import read_pair_list
+
+    pairs = read_pair_list(config.data.train_list)
+    features = load_features(config.data.train_list, config.audio, config.data.cache_dir, progress=False)
+    targets = [torch.as_tensor(features[pair.utt_id][1]) for pair in pairs]
+    converter = for_teacher_forcing(checkpoint)
+    outputs = teacher_forced(
+        converter, [config.data.train_list], [p.target for p in pairs], targets, config.audio, progress=False
+    )
+    return outputs, targets, converter

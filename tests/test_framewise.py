@@ -8,17 +8,15 @@ import pytest
 import soundfile as sf
 import torch
 
-from tests.helpers import tiny_config, tiny_training_config
+from tests.helpers import teacher_forced_training_pairs, tiny_config, tiny_training_config
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.audio import read_audio
 from vc.cli import main
 from vc.config import InferenceConfig, dump_config
-from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.kinds.framewise import source_on_target, target_on_source
 from vc.model.framewise import FrameWiseOutput, FrameWiseVC, resample_frames, source_durations
 from vc.pairs import read_pair_list
-from vc.training.data import load_features
 
 
 def numbered(lens: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,13 +143,7 @@ def test_vc_convert_keeps_the_source_length_and_speed_shortens_it(trained, tmp_p
 
 def test_teacher_forcing_pairs_the_output_with_the_target_frames(trained, tmp_path):
     _, config, exp = trained
-    pairs = read_pair_list(config.data.train_list)
-    features = load_features(config.data.train_list, config.audio, config.data.cache_dir, progress=False)
-    targets = [torch.as_tensor(features[pair.utt_id][1]) for pair in pairs]
-    converter = for_teacher_forcing(exp / "checkpoints" / "best.pt")
-    outputs = teacher_forced(
-        converter, [config.data.train_list], [p.target for p in pairs], targets, config.audio, progress=False
-    )
+    outputs, targets, _ = teacher_forced_training_pairs(config, exp / "checkpoints" / "best.pt")
     assert [len(mel) for mel, _ in outputs] == [len(t) for t in targets]
     assert all(torch.isfinite(mel).all() for mel, _ in outputs)
     out = tmp_path / "mel2linear.pt"

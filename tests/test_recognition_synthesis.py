@@ -10,18 +10,23 @@ import pytest
 import soundfile as sf
 import torch
 
-from tests.helpers import tensorboard_scalars, tiny_config, tiny_training_config, write_half_phones
+from tests.helpers import (
+    teacher_forced_training_pairs,
+    tensorboard_scalars,
+    tiny_config,
+    tiny_training_config,
+    write_half_phones,
+)
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.artifacts.companion import read_network_payload
 from vc.cli import main
 from vc.config import Config, InferenceConfig
 from vc.errors import ConfigError
-from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.kinds import get_kind
 from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.pairs import read_pair_list
-from vc.training.data import Batch, load_features
+from vc.training.data import Batch
 from vc.training.phonetic import MARKER
 from vc.training.trainer import model_loop, train
 
@@ -119,13 +124,7 @@ def test_its_checkpoint_carries_the_runs_recognizer_and_converts_alone(trained, 
 
 def test_teacher_forcing_resynthesises_the_target_and_reads_its_frames(trained):
     config, exp = trained
-    pairs = read_pair_list(config.data.train_list)
-    features = load_features(config.data.train_list, config.audio, config.data.cache_dir, progress=False)
-    targets = [torch.as_tensor(features[pair.utt_id][1]) for pair in pairs]
-    converter = for_teacher_forcing(exp / "checkpoints" / "best.pt")
-    outputs = teacher_forced(
-        converter, [config.data.train_list], [p.target for p in pairs], targets, config.audio, progress=False
-    )
+    outputs, targets, converter = teacher_forced_training_pairs(config, exp / "checkpoints" / "best.pt")
     for (mel, read), target in zip(outputs, targets, strict=True):
         assert len(mel) == len(target) == len(read) and torch.isfinite(mel).all()
         if config.model.decoder == "parallel":
