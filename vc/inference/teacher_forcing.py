@@ -34,7 +34,8 @@ def teacher_forced(
     converter: Converter, paths, files: list[Path], target_mels, audio: AudioConfig, progress: bool = True
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Per pair whose target is in ``files``: the model's teacher-forced log-mel (target scale) and
-    its normalised input frames at that output's timing (vc.model.aligned_source).
+    its normalised input frames at that output's timing (vc.model.aligned_source; None for a kind whose
+    post-filter must not read them, ModelKind.postfilter_reads_input).
 
     ``converter``: a loaded model (for_teacher_forcing); ``paths``: the pair lists that name each
     target's source. The non-autoregressive converter runs at the durations it trained on
@@ -80,13 +81,15 @@ def teacher_forced(
             with private_rng(0, converter.device):
                 out = kind.teacher_forced(converter.model, src, src_lens, tgt, tgt_lens, taught, **extras)
             after = converter.tgt_stats.denormalize(out.after).float()
-            read, read_lens = kind.teacher_forcing_input(src, src_lens, tgt, tgt_lens)
-            source = aligned_source(
-                read, read_lens, out.alignments, out.enc_lens, tgt_lens,
-                kind.frames_per_row(model_config), model_config.encoder_reduction_factor,
-            )  # fmt: skip
+            source = None
+            if kind.postfilter_reads_input:
+                source = aligned_source(
+                    src, src_lens, out.alignments, out.enc_lens, tgt_lens,
+                    kind.frames_per_row(model_config), model_config.encoder_reduction_factor,
+                )  # fmt: skip
             for row, k in enumerate(chunk):
                 length = int(tgt_lens[row])
-                outputs[k] = (after[row, :length].clone(), source[row, :length].float().clone())
+                read = None if source is None else source[row, :length].float().clone()
+                outputs[k] = (after[row, :length].clone(), read)
             bar.update(len(chunk))
     return outputs

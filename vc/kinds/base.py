@@ -51,6 +51,10 @@ class ModelKind:
     # Reads pitch features (vc/audio/pitch.py): the batches carry them, and conversion and teacher
     # forcing pass them to the network (``pitch=``).
     needs_pitch = False
+    # A post-filter (vc/training/postfilter.py) reads the model's input at the output's timing beside the
+    # output (vc.model.aligned_source). Not for a kind whose teacher-forced input is the target itself:
+    # the post-filter would learn to copy that input, and copy the source at conversion.
+    postfilter_reads_input = True
     teaches_durations = False  # its teacher-forced alignments time another kind (vc durations)
     # The dev losses logged (valid/loss/<name>), and those summed into the score best.pt is chosen by.
     dev_terms: tuple[str, ...] = ("spectral",)
@@ -102,12 +106,6 @@ class ModelKind:
 
     def prepare_for_conversion(self, model: nn.Module, inference: InferenceConfig) -> None:
         """Conversion settings that live on the network."""
-
-    def teacher_forcing_input(self, src, src_lens, tgt, tgt_lens) -> tuple[torch.Tensor, torch.Tensor]:
-        """The normalised frames (and lengths) the network reads when teacher-forced: those a post-filter
-        reads beside its output (vc.model.aligned_source). The source's, but for a kind trained on the
-        target's own frames."""
-        return src, src_lens
 
     def teacher_forced(
         self, model: nn.Module, src, src_lens, tgt, tgt_lens, durations, tgt_pitch=None

@@ -42,6 +42,7 @@ class RecognitionSynthesisKind(ModelKind):
     network = RecognitionSynthesisVC
     needs_recognizer = True
     needs_pitch = True
+    postfilter_reads_input = False  # teacher-forced, its input is the target it must predict
     phonetic_labels = "target"  # it learns the target's frames at their own timing
 
     def check(self, config: Config) -> None:
@@ -90,9 +91,6 @@ class RecognitionSynthesisKind(ModelKind):
 
     def frames_per_row(self, config: ModelConfig) -> int:
         return config.reduction_factor if config.decoder == "attention" else 1
-
-    def teacher_forcing_input(self, src, src_lens, tgt, tgt_lens):
-        return tgt, tgt_lens
 
     def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations, tgt_pitch=None):
         return model(tgt, tgt_lens, tgt_pitch)  # the target resynthesised: at its own timing

@@ -67,7 +67,7 @@ def temporal_detail(logmel: torch.Tensor) -> float:
 def training_examples(
     checkpoint: str | Path, pair_lists: list[str | Path], audio: AudioConfig, progress: bool = True
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """Per pair: (the model's teacher-forced log-mel, its input at that output's timing, the
+    """Per pair: (the model's teacher-forced log-mel, its input at that output's timing or None, the
     target's natural log-mel), each (T, n_mels)."""
     pairs = [pair for path in pair_lists for pair in read_pair_list(path)]
     if len(pairs) < 2:
@@ -111,7 +111,11 @@ def train_postfilter(
     items = training_examples(checkpoint, pair_lists, audio, progress)
     valid_count = min(options.valid_files, len(items) // 2)
     train_items, valid_items = items[: len(items) - valid_count], items[len(items) - valid_count :]
-    generator = MelPostfilter(audio.n_mels, channels=options.channels, source_dim=audio.n_mels)
+    # It reads the model's input beside its output unless the model's kind says it must not.
+    reads_input = items[0][1] is not None
+    generator = MelPostfilter(
+        audio.n_mels, channels=options.channels, source_dim=audio.n_mels if reads_input else 0
+    )
     generator.in_mean.copy_(torch.as_tensor(stats.mean, dtype=torch.float32))
     generator.in_std.copy_(torch.as_tensor(stats.std, dtype=torch.float32))
     job = PostfilterJob(
