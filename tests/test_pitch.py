@@ -3,13 +3,16 @@ recognition-synthesis converter reads."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
 from vc.audio import LogMel
-from vc.audio.pitch import pitch_features, pitch_of, yin
+from vc.audio.pitch import log_f0_stats, pitch_features, pitch_of, yin
 from vc.config import AudioConfig
+from vc.training.data import pitch_inputs
 
 AUDIO = AudioConfig()
 
@@ -66,3 +69,24 @@ def test_features_are_the_contours_z_score_whatever_the_voices_range():
     z = features[0, :20, 0][voiced]
     assert abs(float(z.mean())) < 1e-5 and abs(float(z.std(unbiased=False)) - 1) < 1e-4
     assert (z[1:] > z[:-1]).all()  # the rise stays a rise
+
+
+def test_in_a_speakers_range_the_level_is_kept():
+    """Trained on its target's z-scores in the target's range, a converter can tell where the harmonics
+    lie: an utterance an octave up reads log(2) / deviation higher, not the same."""
+    rise = torch.linspace(100, 150, 20)
+    f0 = torch.stack([rise, 2 * rise])
+    speaker = log_f0_stats([rise, 2 * rise])
+    features = pitch_features(f0, torch.tensor([20, 20]), speaker)
+    shift = features[1, :, 0] - features[0, :, 0]
+    torch.testing.assert_close(shift, torch.full((20,), math.log(2) / speaker[1]))
+    assert speaker[0] == pytest.approx(float(torch.cat([rise, 2 * rise]).log().mean()), rel=1e-6)
+
+
+def test_training_reads_the_target_in_its_speakers_range_and_the_source_in_its_own():
+    low, high = torch.linspace(180, 200, 10), torch.linspace(220, 240, 10)
+    curves = {"a": (low / 2, low), "b": (high / 2, high)}
+    features = pitch_inputs(curves, log_f0_stats([low, high]))
+    assert features["b"][1][0, 0] > features["a"][1][-1, 0]  # b's target sits above a's
+    torch.testing.assert_close(features["a"][0][:, 0].mean(), torch.tensor(0.0), atol=1e-5, rtol=0)
+    torch.testing.assert_close(features["b"][0][:, 0].mean(), torch.tensor(0.0), atol=1e-5, rtol=0)

@@ -7,7 +7,8 @@ parabola. A frame with no such dip, or quieter than the utterance's loudest by m
 ``silence_db``, is unvoiced.
 
 The recognition-synthesis converter (vc/model/recognition_synthesis.py) reads pitch_features: log-F0 as
-its z-score inside the utterance (so a voice of any range reads as its own contour) and the voicing flag.
+a z-score and the voicing flag; it learns from its target's z-scores in the target's range, and converts
+an input read in the input's own range (pitch_of), so a voice of any range arrives as its contour.
 """
 
 from __future__ import annotations
@@ -72,17 +73,31 @@ def yin(waves: torch.Tensor, wave_lens: torch.Tensor, audio: AudioConfig) -> tor
     return torch.where(voiced, f0, torch.zeros_like(f0))
 
 
-def pitch_features(f0: torch.Tensor, frame_lens: torch.Tensor) -> torch.Tensor:
-    """(B, T) F0 in Hz (0 unvoiced), (B,) frames -> (B, T, 2): log-F0 as its z-score over the
-    utterance's voiced frames (0 where unvoiced), and the voicing flag."""
+def pitch_features(
+    f0: torch.Tensor, frame_lens: torch.Tensor, speaker: tuple[float, float] | None = None
+) -> torch.Tensor:
+    """(B, T) F0 in Hz (0 unvoiced), (B,) frames -> (B, T, 2): log-F0 as a z-score (0 where unvoiced),
+    and the voicing flag. The z-score is in ``speaker``'s range (its voiced frames' log-F0 mean and
+    deviation: log_f0_stats) where given, else in each utterance's own: a converter trained on its
+    speaker's z-scores learns where that speaker's harmonics lie, and any input read in its own range
+    arrives as a contour around that speaker's mean."""
     voiced = (f0 > 0) & ~make_pad_mask(frame_lens.to(f0.device), f0.shape[1])
     weight = voiced.to(f0.dtype)
-    count = weight.sum(-1, keepdim=True).clamp(min=1)
     log_f0 = torch.log(f0.clamp(min=1.0)) * weight
-    mean = log_f0.sum(-1, keepdim=True) / count
-    deviation = (((log_f0 - mean) * weight).square().sum(-1, keepdim=True) / count).sqrt()
+    if speaker is not None:
+        mean, deviation = (torch.tensor(value, dtype=f0.dtype, device=f0.device) for value in speaker)
+    else:
+        count = weight.sum(-1, keepdim=True).clamp(min=1)
+        mean = log_f0.sum(-1, keepdim=True) / count
+        deviation = (((log_f0 - mean) * weight).square().sum(-1, keepdim=True) / count).sqrt()
     z = (log_f0 - mean) / deviation.clamp(min=MIN_DEVIATION) * weight
     return torch.stack([z, weight], dim=-1)
+
+
+def log_f0_stats(curves: list[torch.Tensor]) -> tuple[float, float]:
+    """A speaker's (mean, deviation) of log-F0 over the voiced frames of its F0 curves (Hz, 0 unvoiced)."""
+    voiced = torch.cat([curve[curve > 0] for curve in curves]).log()
+    return float(voiced.mean()), float(voiced.std())
 
 
 def pitch_of(waves: torch.Tensor, wave_lens: torch.Tensor, audio: AudioConfig) -> torch.Tensor:

@@ -5,8 +5,8 @@ own recordings (phonetic-posteriorgram conversion: Sun et al., ICME 2016).
         -> phone recognizer (vc/model/phone_classifier.py: trained on both speakers' frames, frozen)
         -> content features per frame: phone posteriors, their logarithms, or the recognizer's last
            hidden layer (model.content)
-        + pitch features per frame (vc/audio/pitch.py: log-F0 as its z-score inside the utterance,
-          voicing): the input's intonation, in any voice's range
+        + pitch features per frame (vc/audio/pitch.py: log-F0 as a z-score, voicing): in training the
+          target's in her own range, at conversion the input's in its utterance's range
         -> the synthesizer (model.decoder): the frame-wise converter's layers (encoder, parallel
            decoder, postnet; vc/model/framewise.py), one output frame per input frame; or the attention
            model's (encoder, location-aware attention, autoregressive decoder with a stop token, postnet;

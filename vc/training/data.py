@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from vc.audio import FeatureStats, LogMel, logmel_numpy, read_audio
-from vc.audio.pitch import pitch_of
+from vc.audio.pitch import pitch_features, yin
 from vc.config import AudioConfig
 from vc.errors import DataError
 from vc.fileio import atomic_save, atomic_write_text
@@ -67,31 +67,43 @@ def load_features(
     return features
 
 
-def load_pitch(
+def load_f0(
     list_path: str | Path, audio: AudioConfig, cache_dir: str | Path, progress: bool = True
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """utt_id -> (source, target) pitch features (frames, 2) of every pair in the list
-    (vc/audio/pitch.py), from the cache beside the features' or computed (and cached) now."""
+    """utt_id -> (source, target) F0 per log-mel frame (Hz, 0 unvoiced; vc/audio/pitch.py's yin) of every
+    pair in the list, from the cache beside the features' or computed (and cached) now."""
     list_path = Path(list_path)
-    path = cache_path(list_path, audio, Path(cache_dir)).with_suffix(".pitch.pt")
+    path = cache_path(list_path, audio, Path(cache_dir)).with_suffix(".f0.pt")
     if path.is_file():
         try:
             return torch.load(path, weights_only=True)
         except Exception:  # a damaged cache is only a cache: compute it again
-            log.warning("pitch cache %s is unreadable; computing it again", path)
+            log.warning("F0 cache %s is unreadable; computing it again", path)
 
-    def features(file) -> torch.Tensor:
+    def f0(file) -> torch.Tensor:
         wave = torch.from_numpy(read_audio(file, audio))
-        return pitch_of(wave[None], torch.tensor([len(wave)]), audio)[0]
+        return yin(wave[None], torch.tensor([len(wave)]), audio)[0]
 
     pairs = read_pair_list(list_path)
-    pitch = {
-        pair.utt_id: (features(pair.source), features(pair.target))
-        for pair in show_progress(pairs, desc=f"pitch {list_path.name}", disable=not progress, unit="utt")
+    curves = {
+        pair.utt_id: (f0(pair.source), f0(pair.target))
+        for pair in show_progress(pairs, desc=f"F0 {list_path.name}", disable=not progress, unit="utt")
     }
-    atomic_save(path, pitch)
-    log.info("cached the pitch of %d pairs in %s", len(pitch), path)
-    return pitch
+    atomic_save(path, curves)
+    log.info("cached the F0 of %d pairs in %s", len(curves), path)
+    return curves
+
+
+def pitch_inputs(
+    curves: dict[str, tuple[torch.Tensor, torch.Tensor]], target: tuple[float, float]
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """utt_id -> (source, target) pitch features (frames, 2): the target's in the target speaker's range
+    ``target`` (log_f0_stats), the source's in each utterance's own, as conversion reads an input."""
+
+    def features(curve: torch.Tensor, speaker) -> torch.Tensor:
+        return pitch_features(curve[None], torch.tensor([len(curve)]), speaker)[0]
+
+    return {utt: (features(src, None), features(tgt, target)) for utt, (src, tgt) in curves.items()}
 
 
 def require_lists(config) -> tuple[str, str]:
@@ -150,7 +162,7 @@ class ParallelDataset(torch.utils.data.Dataset):
 
     ``durations``: utt_id -> (N,) target frames per encoder step (vc.training.durations), for the
     converters timed by them; ``phones``: utt_id -> frame labels of the phonetic loss
-    (vc.training.phonetic); ``pitch``: utt_id -> (source, target) pitch features (load_pitch), for the
+    (vc.training.phonetic); ``pitch``: utt_id -> (source, target) pitch features (pitch_inputs), for the
     kinds that read them; None where not given.
     """
 

@@ -18,6 +18,7 @@ from torch import distributed as dist
 
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.artifacts.durations import check_durations, load_durations
+from vc.audio.pitch import log_f0_stats
 from vc.audio.voice_warp import VoiceCodebook
 from vc.config import Config, dump_config
 from vc.errors import CheckpointError, DataError, VcError
@@ -29,8 +30,9 @@ from vc.training.data import (
     ParallelDataset,
     collate,
     feature_cache_dir,
+    load_f0,
     load_features,
-    load_pitch,
+    pitch_inputs,
     require_lists,
     speaker_list,
     speaker_stats,
@@ -165,15 +167,24 @@ class ModelJob(Job):
         return durations
 
     def _pitch(self):
-        """The training and dev lists' pitch features (load_pitch; rank 0 caches them first)."""
+        """The training and dev lists' pitch features (pitch_inputs), the target's in the range of the
+        training targets' F0 (load_f0; rank 0 caches it first)."""
         cache_dir = feature_cache_dir(self.config, self.out_dir)
         lists = require_lists(self.config)
         if self.is_main:
             for path in lists:
-                load_pitch(path, self.config.audio, cache_dir, self.progress)
+                load_f0(path, self.config.audio, cache_dir, self.progress)
         if self.world_size > 1:
             dist.barrier()
-        return tuple(load_pitch(path, self.config.audio, cache_dir, progress=False) for path in lists)
+        train, dev = (load_f0(path, self.config.audio, cache_dir, progress=False) for path in lists)
+        target = log_f0_stats([tgt for _, tgt in train.values()])
+        log.info(
+            "the target's log-F0: mean %.3f (%.0f Hz), deviation %.3f",
+            target[0],
+            math.exp(target[0]),
+            target[1],
+        )
+        return pitch_inputs(train, target), pitch_inputs(dev, target)
 
     def _phone_labels(self, features) -> dict[str, dict[str, torch.Tensor]] | None:
         """Both sides' frame labels of data.phones (load_frame_labels) when the run has a phone
