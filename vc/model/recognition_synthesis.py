@@ -40,8 +40,9 @@ class RecognitionSynthesisVC(nn.Module):
     """The frozen recognizer and the synthesizer behind it.
 
     Shapes: mels (B, T, n_mels), lens (B,), pitch (B, T, 2) -> mels (B, T', n_mels): T' = T through the
-    parallel decoder, where the stop token says through the attention decoder. The recognizer's weights come from the run's phone classifier (load_recognizer); they
-    are part of the network's state, so a checkpoint converts on its own.
+    parallel decoder, where the stop token says through the attention decoder. The recognizer's weights
+    come from the run's phone classifier (load_recognizer); they are part of the network's state, so a
+    checkpoint converts on its own.
     """
 
     def __init__(self, n_mels: int, config: ModelConfig):
