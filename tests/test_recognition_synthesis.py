@@ -35,7 +35,7 @@ SMALL = dict(parallel_decoder_layers=1, parallel_decoder_channels=8, parallel_de
 
 def test_one_output_frame_per_input_frame_and_a_padded_item_computes_as_alone():
     torch.manual_seed(0)
-    for content in ("posteriors", "log_posteriors", "hidden"):
+    for content in ("posteriors", "hidden"):
         model = RecognitionSynthesisVC(
             8, tiny_config("recognition_synthesis", content=content, **SMALL)
         ).eval()

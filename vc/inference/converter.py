@@ -232,17 +232,14 @@ class Converter:
         """Prepared waves (at the model's rate, trimmed) -> conversions, one batch on the device."""
         wave_lens = torch.tensor([len(w) for w in waves])
         padded = torch.nn.utils.rnn.pad_sequence([torch.from_numpy(w) for w in waves], batch_first=True)
+        padded = padded.to(self.device)
         # Stage labels for torch.profiler (bench/convert_rtf.py); the models label encoder, decoder, postnet.
         with record_function("features"):
-            mels, mel_lens = self.features(padded.to(self.device), wave_lens.to(self.device))
+            mels, mel_lens = self.features(padded, wave_lens.to(self.device))
             src = self.normalize_source(mels, mel_lens)
         # Seeded: the prenet's dropout (on at inference) and Griffin-Lim's initial
         # phase are random, and the same input should give the same output.
-        extras = (
-            {"pitch": pitch_of(padded.to(self.device), wave_lens, self.config.audio)}
-            if self.kind.needs_pitch
-            else {}
-        )
+        extras = {"pitch": pitch_of(padded, wave_lens, self.config.audio)} if self.kind.needs_pitch else {}
         with private_rng(self.seed, self.device):
             out = self.model.inference(src, mel_lens, self.config.inference, **extras)
         converted = self.tgt_stats.denormalize(out.after)

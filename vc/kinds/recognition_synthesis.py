@@ -32,7 +32,7 @@ class RecognitionSynthesisConfig(ParallelDecoderConfig, AttentionConfig):
     settings) or the attention model's (its attention_* and decoder_* settings, reduction_factor)."""
 
     kind: str = "recognition_synthesis"
-    content: str = "posteriors"  # posteriors, log_posteriors, or hidden (the recognizer's last layer)
+    content: str = "posteriors"  # posteriors, or hidden (the recognizer's last layer)
     decoder: str = "parallel"  # parallel (one frame per input frame) or attention (Tacotron's; re-times)
 
 

@@ -3,8 +3,8 @@ own recordings (phonetic-posteriorgram conversion: Sun et al., ICME 2016).
 
     log-mels of any speaker (normalised by that speaker's statistics)
         -> phone recognizer (vc/model/phone_classifier.py: trained on both speakers' frames, frozen)
-        -> content features per frame: phone posteriors, their logarithms, or the recognizer's last
-           hidden layer (model.content)
+        -> content features per frame: phone posteriors or the recognizer's last hidden layer
+           (model.content)
         + pitch features per frame (vc/audio/pitch.py: log-F0 as a z-score, voicing): in training the
           target's in her own range, at conversion the input's in its utterance's range
         -> the synthesizer (model.decoder): the frame-wise converter's layers (encoder, parallel
@@ -31,9 +31,8 @@ from vc.model.framewise import FrameWiseVC
 from vc.model.phone_classifier import PHONES, PhoneClassifier
 from vc.model.seq2seq import Seq2SeqVC
 
-CONTENTS = ("posteriors", "log_posteriors", "hidden")
+CONTENTS = ("posteriors", "hidden")
 DECODERS = ("parallel", "attention")
-LOG_FLOOR = -10.0  # log posteriors below this are this: a phone the recognizer rules out
 
 
 class RecognitionSynthesisVC(nn.Module):
@@ -70,10 +69,7 @@ class RecognitionSynthesisVC(nn.Module):
         hidden = self.recognizer.hidden(mels, keep)
         if self.config.content == "hidden":
             return hidden
-        logits = self.recognizer.out(hidden).float()
-        if self.config.content == "log_posteriors":
-            return logits.log_softmax(-1).clamp(min=LOG_FLOOR).to(mels.dtype)
-        return logits.softmax(-1).to(mels.dtype)
+        return self.recognizer.out(hidden).float().softmax(-1).to(mels.dtype)
 
     def inputs(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor) -> torch.Tensor:
         """The synthesizer's input: content features and the pitch features beside them (B, T, width + 2)."""

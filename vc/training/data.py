@@ -41,6 +41,18 @@ def cache_path(list_path: Path, audio: AudioConfig, cache_dir: Path) -> Path:
     return cache_dir / f"{list_path.stem}-{digest}.pt"
 
 
+def read_cache(path: Path, what: str):
+    """A list's cached tensors at ``path``, or None when it is missing or unreadable (a damaged cache is
+    only a cache: the caller computes it again)."""
+    if not path.is_file():
+        return None
+    try:
+        return torch.load(path, weights_only=True)
+    except Exception:
+        log.warning("%s cache %s is unreadable; computing it again", what, path)
+        return None
+
+
 def load_features(
     list_path: str | Path, audio: AudioConfig, cache_dir: str | Path, progress: bool = True
 ) -> Features:
@@ -48,12 +60,9 @@ def load_features(
     list_path = Path(list_path)
     pairs = read_pair_list(list_path)
     path = cache_path(list_path, audio, Path(cache_dir))
-    if path.is_file():
-        try:
-            stored = torch.load(path, weights_only=True)
-            return {utt: (src.numpy(), tgt.numpy()) for utt, (src, tgt) in stored.items()}
-        except Exception:  # a damaged cache is only a cache: compute it again
-            log.warning("feature cache %s is unreadable; computing it again", path)
+    stored = read_cache(path, "feature")
+    if stored is not None:
+        return {utt: (src.numpy(), tgt.numpy()) for utt, (src, tgt) in stored.items()}
     extractor = LogMel(audio)
     features: Features = {}
     for pair in show_progress(pairs, desc=f"features {list_path.name}", disable=not progress, unit="utt"):
@@ -74,11 +83,9 @@ def load_f0(
     pair in the list, from the cache beside the features' or computed (and cached) now."""
     list_path = Path(list_path)
     path = cache_path(list_path, audio, Path(cache_dir)).with_suffix(".f0.pt")
-    if path.is_file():
-        try:
-            return torch.load(path, weights_only=True)
-        except Exception:  # a damaged cache is only a cache: compute it again
-            log.warning("F0 cache %s is unreadable; computing it again", path)
+    stored = read_cache(path, "F0")
+    if stored is not None:
+        return stored
 
     def f0(file) -> torch.Tensor:
         wave = torch.from_numpy(read_audio(file, audio))

@@ -172,11 +172,11 @@ class ModelJob(Job):
         cache_dir = feature_cache_dir(self.config, self.out_dir)
         lists = require_lists(self.config)
         if self.is_main:
-            for path in lists:
-                load_f0(path, self.config.audio, cache_dir, self.progress)
+            train, dev = (load_f0(path, self.config.audio, cache_dir, self.progress) for path in lists)
         if self.world_size > 1:
             dist.barrier()
-        train, dev = (load_f0(path, self.config.audio, cache_dir, progress=False) for path in lists)
+        if not self.is_main:
+            train, dev = (load_f0(path, self.config.audio, cache_dir, progress=False) for path in lists)
         target = log_f0_stats([tgt for _, tgt in train.values()])
         log.info(
             "the target's log-F0: mean %.3f (%.0f Hz), deviation %.3f",
@@ -200,8 +200,8 @@ class ModelJob(Job):
         statistics (rank 0; the other ranks read the file it saved)."""
         pairs = {
             name: [
-                (items[side], labels[name_of][utt])
-                for side, name_of in ((0, "source"), (1, "target"))
+                (items[side], labels[speaker][utt])
+                for side, speaker in ((0, "source"), (1, "target"))
                 for utt, items in zip(dataset.ids, dataset.items, strict=True)
             ]
             for name, dataset in (("train", self.train_set), ("dev", self.dev_set))

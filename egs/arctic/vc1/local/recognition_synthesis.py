@@ -125,12 +125,9 @@ def train_crops(net, inputs, targets, minutes: float, seed: int, crop: int = 128
 
 @torch.no_grad()
 def content(recognizer, mel: torch.Tensor, kind: str) -> torch.Tensor:
-    """(T, n_mels) normalised -> (T, D) posteriors, their logarithms or the last hidden layer."""
+    """(T, n_mels) normalised -> (T, D) posteriors or the last hidden layer."""
     hidden = recognizer.hidden(mel[None])
-    if kind == "bottleneck":
-        return hidden[0]
-    logits = recognizer.out(hidden)[0]
-    return logits.log_softmax(-1).clamp(min=-10.0) if kind == "log_posteriors" else logits.softmax(-1)
+    return (hidden if kind == "bottleneck" else recognizer.out(hidden).softmax(-1))[0]
 
 
 def speaker_probe(
@@ -164,9 +161,7 @@ def main() -> None:
         "--phones", required=True, help="vc durations --phones' alignments of all three lists"
     )
     parser.add_argument("--out", required=True)
-    parser.add_argument(
-        "--content", choices=("posteriors", "log_posteriors", "bottleneck"), default="posteriors"
-    )
+    parser.add_argument("--content", choices=("posteriors", "bottleneck"), default="posteriors")
     parser.add_argument("--recognizer_minutes", type=float, default=3.0)
     parser.add_argument("--synth_minutes", type=float, default=6.0)
     parser.add_argument(
