@@ -24,6 +24,7 @@ from vc.cli import main
 from vc.config import Config, InferenceConfig
 from vc.errors import ConfigError
 from vc.kinds import get_kind
+from vc.kinds.recognition_synthesis import random_windows
 from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.pairs import read_pair_list
 from vc.training.data import Batch
@@ -83,6 +84,39 @@ def test_it_learns_from_the_target_alone():
         )
     ]
     assert torch.isfinite(losses[0]) and torch.equal(losses[0], losses[1])
+
+
+def test_training_windows_are_one_slice_of_each_utterance_and_the_dev_set_reads_it_whole():
+    torch.manual_seed(0)
+    lens = torch.tensor([30, 12, 5])
+    tgt = torch.arange(3 * 30 * 2, dtype=torch.float).reshape(3, 30, 2)
+    pitch, phones = tgt + 0.5, tgt[:, :, 0].long()
+    batch = Batch(["a", "b", "c"], tgt, lens, tgt, lens, phones=phones, tgt_pitch=pitch)
+    starts = set()
+    for _ in range(20):
+        window = random_windows(batch, 8)
+        assert window.tgt.shape == (3, 8, 2) and window.tgt_lens.tolist() == [8, 8, 5]
+        for k in range(3):
+            start = int(window.tgt[k, 0, 0] - tgt[k, 0, 0]) // 2
+            assert 0 <= start <= int(lens[k]) - int(window.tgt_lens[k])
+            torch.testing.assert_close(window.tgt[k], tgt[k, start : start + 8])
+            torch.testing.assert_close(window.tgt_pitch[k], pitch[k, start : start + 8])
+            assert torch.equal(window.phones[k], phones[k, start : start + 8])
+        starts.add(int(window.tgt[0, 0, 0]) // 2)
+    assert len(starts) > 5  # the windows move
+    assert random_windows(batch, 50).tgt.shape == (3, 30, 2)  # wider than the batch: whole
+
+    config = Config(model=tiny_config("recognition_synthesis", **SMALL)).with_overrides(
+        ["train.crop_frames=4"]
+    )
+    model = RecognitionSynthesisVC(2, config.model).eval()
+    kind = get_kind("recognition_synthesis")
+    dev = kind.losses(model, Batch(["a", "b", "c"], tgt, lens, tgt, lens, tgt_pitch=pitch), config, None)
+    whole = config.with_overrides(["train.crop_frames=0"])
+    assert torch.equal(
+        dev.total,
+        kind.losses(model, Batch(["a", "b", "c"], tgt, lens, tgt, lens, tgt_pitch=pitch), whole, None).total,
+    )
 
 
 @pytest.fixture(scope="module", params=["parallel", "attention"])
@@ -157,6 +191,12 @@ def test_it_needs_phones_and_a_known_content(trained, tmp_path):
     attention = config.with_overrides(["model.decoder=attention", "train.phonetic_weight=1"])
     with pytest.raises(ConfigError, match="phonetic_weight needs model.decoder parallel"):
         model_loop(attention, tmp_path / "d", progress=False)
+    attention = config.with_overrides(["model.decoder=attention", "train.crop_frames=64"])
+    with pytest.raises(ConfigError, match="crop_frames needs model.decoder parallel"):
+        model_loop(attention, tmp_path / "e", progress=False)
+    student = config.with_overrides(["model.kind=framewise", "train.crop_frames=64"])
+    with pytest.raises(ConfigError, match="crop_frames needs input and output on one timeline"):
+        model_loop(student, tmp_path / "f", progress=False)
 
 
 def test_the_attention_decoder_shows_its_alignments(trained):

@@ -215,6 +215,9 @@ class TrainConfig:
     # (part of the run's time, not of train.max_minutes).
     phonetic_weight: float = 0.0
     phonetic_minutes: float = 2.0
+    # Train on a random window of this many frames of each utterance (the kinds whose input and output
+    # share one timeline: the recognition-synthesis converter's parallel decoder); 0 = whole utterances.
+    crop_frames: int = 0
     guided_attention_sigma: float = 0.4
     guided_attention_weight: float = 1.0
     eval_every: int = 200

@@ -65,6 +65,8 @@ class ModelKind:
     # Whose phone labels its output frames carry for the phonetic loss (vc/training/phonetic.py):
     # "target" (output on the target's timing) or "source" (on the source's); None: no phonetic loss.
     phonetic_labels: str | None = None
+    # Trains on windows of its utterances (train.crop_frames): input and output on one timeline.
+    trains_on_crops = False
 
     def build(self, n_mels: int, config: ModelConfig) -> nn.Module:
         return self.network(n_mels, config)
@@ -76,6 +78,15 @@ class ModelKind:
         if config.train.phonetic_weight > 0 and self.phonetic_labels is None:
             raise ConfigError(
                 f"train.phonetic_weight needs a converter timed by durations, not model.kind {self.name}"
+            )
+        if config.train.crop_frames < 0:
+            raise ConfigError(
+                f"train.crop_frames must be 0 (whole utterances) or more, got {config.train.crop_frames}"
+            )
+        if config.train.crop_frames > 0 and not self.trains_on_crops:
+            raise ConfigError(
+                f"train.crop_frames needs input and output on one timeline, not model.kind {self.name}; "
+                "set it to 0"
             )
         if config.train.phonetic_weight > 0 and not config.data.phones:
             raise ConfigError(

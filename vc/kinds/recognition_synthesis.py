@@ -13,7 +13,10 @@ converted.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+
+import torch
 
 from vc.config import Config, InferenceConfig, ModelConfig
 from vc.errors import ConfigError
@@ -44,6 +47,7 @@ class RecognitionSynthesisKind(ModelKind):
     needs_pitch = True
     postfilter_reads_input = False  # teacher-forced, its input is the target it must predict
     phonetic_labels = "target"  # it learns the target's frames at their own timing
+    trains_on_crops = True  # the parallel decoder's: content, pitch and frames share one timeline
 
     def check(self, config: Config) -> None:
         super().check(config)
@@ -54,6 +58,11 @@ class RecognitionSynthesisKind(ModelKind):
         if config.model.decoder == "attention" and config.train.phonetic_weight > 0:
             raise ConfigError(
                 "train.phonetic_weight needs model.decoder parallel (its frames at the target's timing)"
+            )
+        if config.model.decoder == "attention" and config.train.crop_frames > 0:
+            raise ConfigError(
+                "train.crop_frames needs model.decoder parallel (the attention decoder learns where an "
+                "utterance stops); set it to 0"
             )
         if config.model.content not in CONTENTS:
             raise ConfigError(
@@ -70,8 +79,12 @@ class RecognitionSynthesisKind(ModelKind):
 
     def losses(self, model, batch, config: Config, step: int | None, critic=None):
         """The target's frames from their own content: L1 + L2 before and after the postnet; with a
-        critic, the phonetic loss on the output against the target's phones. The attention decoder
-        adds the attention model's stop and guided-attention losses (its guide weighs 1 on the dev set)."""
+        critic, the phonetic loss on the output against the target's phones; with train.crop_frames,
+        training steps read a random window of each utterance (the dev set reads them whole). The
+        attention decoder adds the attention model's stop and guided-attention losses (its guide weighs 1
+        on the dev set)."""
+        if step is not None and config.train.crop_frames > 0:
+            batch = random_windows(batch, config.train.crop_frames)
         out = model(batch.tgt, batch.tgt_lens, batch.tgt_pitch)
         if config.model.decoder == "attention":
             t = config.train
@@ -126,6 +139,28 @@ class RecognitionSynthesisKind(ModelKind):
                     f"valid/alignment/{utt_id}", alignment_figure(aligned, f"{utt_id} step {step}"), step
                 )
                 views.evolution(utt_id, step, aligned)
+
+
+def random_windows(batch, frames: int):
+    """The batch's targets, their pitch and phones cut to one random window of ``frames`` frames per
+    utterance (uniform over the places it fits; a shorter utterance whole). The recognizer then reads the
+    window as an utterance: its edges lack the context beyond them, about 8 frames each side."""
+    lens = batch.tgt_lens
+    width = min(frames, batch.tgt.shape[1])
+    room = (lens - width + 1).clamp(min=1)
+    start = (torch.rand(lens.shape, device=lens.device) * room).long()
+    index = start[:, None] + torch.arange(width, device=lens.device)  # (B, width), inside each row
+
+    def cut(x):
+        if x is None:
+            return None
+        rows = index if x.dim() == 2 else index[:, :, None].expand(-1, -1, x.shape[2])
+        return x.gather(1, rows)
+
+    return dataclasses.replace(
+        batch, tgt=cut(batch.tgt), tgt_lens=lens.clamp(max=width), tgt_pitch=cut(batch.tgt_pitch),
+        phones=cut(batch.phones),
+    )  # fmt: skip
 
 
 RECOGNITION_SYNTHESIS = RecognitionSynthesisKind()
