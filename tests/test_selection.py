@@ -10,9 +10,12 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from tests.helpers import tiny_training_config
 from vc.artifacts.checkpoint import load_checkpoint
-from vc.config import AudioConfig, Config, ConfigError
+from vc.cli import main
+from vc.config import AudioConfig, Config, ConfigError, dump_config
+from vc.listening.gather import gather
+from vc.training.converts import ConvertsRule
 from vc.training.loop import resumed_best_score
-from vc.training.selection import log_mel_cepstrum, mel_cepstral_distance
+from vc.training.selection import FreeRunning, log_mel_cepstrum, mel_cepstral_distance
 from vc.training.trainer import train
 
 AUDIO = AudioConfig()  # log10 of mel magnitudes
@@ -77,3 +80,60 @@ def test_a_resumed_run_compares_only_scores_of_its_own_rule():
 def test_an_unknown_selection_rule_is_a_config_error():
     with pytest.raises(ConfigError, match="train.select_by must be one of loss, free_running"):
         Config.from_dict({"train": {"select_by": "wer"}})
+
+
+def test_the_model_converts_once_it_attends_and_its_distance_has_stopped_falling_fast():
+    rule = ConvertsRule(focus=0.75, gain_db=0.2)
+    curve = [
+        (100, 0.53, 9.5),
+        (200, 0.51, 8.9),
+        (300, 0.72, 7.3),
+        (400, 0.79, 6.9),
+        (500, 0.81, 6.8),
+        (600, 0.8, 7.0),
+    ]
+    passed = [rule.update(step, FreeRunning(distance, focus)) for step, focus, distance in curve]
+    # step 400 attends but still fell 0.4 dB; step 500 fell 0.1 dB; it stays passed
+    assert passed == [False, False, False, False, True, True] and rule.converts_at == 500
+    blurred = ConvertsRule(focus=0.75, gain_db=0.2)
+    assert not any(blurred.update(k, FreeRunning(7.0, 0.5)) for k in range(5))  # flat but not attending
+
+
+def test_training_until_it_converts_ends_at_that_evaluation_and_the_report_says_so(tmp_path, caplog):
+    caplog.set_level("INFO", logger="vc.training")
+    (tmp_path / "capped").mkdir()
+    capped = tiny_training_config(tmp_path / "capped", select_utterances=2).with_overrides(
+        ["train.until_converts=true", "train.converts_focus=1.01"]  # never attends that well
+    )
+    train(capped, tmp_path / "capped_exp", progress=False)
+    assert "did not pass its free-running dev check (train.until_converts) by step 6" in caplog.text
+    # Any focus and any gain pass: the first evaluation has no previous distance, the second passes.
+    config = tiny_training_config(tmp_path, select_utterances=2).with_overrides(
+        [
+            "train.until_converts=true",
+            "train.converts_focus=0",
+            "train.converts_gain_db=1000",
+            "train.max_steps=30",
+        ]
+    )
+    out = tmp_path / "exp"
+    (tmp_path / "config.yaml").write_text(dump_config(config))  # through vc train: its train.log
+    assert main(["train", "--config", str(tmp_path / "config.yaml"), "--out", str(out), "--no-progress"]) == 0
+    assert load_checkpoint(out / "checkpoints" / "best.pt")["step"] <= 6
+    assert sorted(p.name for p in (out / "checkpoints").glob("step*.pt"))[-1] == "step0000006.pt"
+    events = EventAccumulator(str(out / "tensorboard"), size_guidance={"scalars": 0}).Reload()
+    assert [e.step for e in events.Scalars("valid/free_running/focus_rate")] == [3, 6]
+    log = (out / "train.log").read_text()
+    assert "step 6: the model converts" in log and "did not pass" not in log
+    assert gather(out).training["ended by"].startswith("step 6: the model converts (free-running dev check")
+    assert "best.pt chosen by" not in gather(out).training  # the loss chose it
+
+
+def test_only_the_attention_model_trains_until_it_converts(tmp_path):
+    from vc.training.trainer import model_loop
+
+    config = tiny_training_config(tmp_path).with_overrides(
+        ["train.until_converts=true", "model.kind=framewise"]
+    )
+    with pytest.raises(ConfigError, match="train.until_converts needs model.kind attention, not framewise"):
+        model_loop(config, tmp_path / "exp", progress=False)

@@ -233,7 +233,14 @@ class TrainConfig:
     # lowest mel-cepstral distance of free-running dev conversions ("free_running", see
     # vc/training/selection.py), which keeps tracking quality after the loss has gone flat.
     select_by: str = "loss"
-    select_utterances: int = 32  # dev utterances converted for "free_running"
+    select_utterances: int = 32  # dev utterances converted for "free_running" and until_converts
+    # The attention model: end training at the first evaluation where its free-running dev conversions
+    # show it converts (vc/training/converts.py): their focus rate at least converts_focus, and their
+    # distance fallen by less than converts_gain_db [dB] since the previous evaluation. max_minutes and
+    # max_steps stay its cap. False: the budget alone ends it.
+    until_converts: bool = False
+    converts_focus: float = 0.75
+    converts_gain_db: float = 0.2
     # Fine-tuning: the model weights of this checkpoint (vc train's, vc average's or an exported model)
     # to start from; the step, optimizer and schedule start fresh. "" = random initial weights.
     init_from: str = ""

@@ -60,7 +60,8 @@ class ModelKind:
     dev_terms: tuple[str, ...] = ("spectral",)
     selection_terms: tuple[str, ...] = ("spectral",)
     # train.select_by free_running: best.pt by the distance of free-running dev conversions
-    # (vc/training/selection.py), which only the attention model needs (its loss goes flat early).
+    # (vc/training/selection.py), which only the attention model needs (its loss goes flat early);
+    # train.until_converts: the same conversions end its training (vc/training/converts.py).
     selects_free_running = False
     # Whose phone labels its output frames carry for the phonetic loss (vc/training/phonetic.py):
     # "target" (output on the target's timing) or "source" (on the source's); None: no phonetic loss.
@@ -75,6 +76,8 @@ class ModelKind:
         """Raise ConfigError for settings this kind cannot train with."""
         if config.train.select_by != "loss" and not self.selects_free_running:
             raise ConfigError(f"train.select_by free_running needs model.kind attention, not {self.name}")
+        if config.train.until_converts and not self.selects_free_running:
+            raise ConfigError(f"train.until_converts needs model.kind attention, not {self.name}")
         if config.train.phonetic_weight > 0 and self.phonetic_labels is None:
             raise ConfigError(
                 f"train.phonetic_weight needs a converter timed by durations, not model.kind {self.name}"

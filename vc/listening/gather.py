@@ -38,6 +38,8 @@ ROLE_TITLES = {
     "ceiling": "Griffin-Lim ceiling",
 }
 MODEL_ROW = "model"
+# vc/training/monitor.py's line when train.until_converts ends training
+_CONVERTS = re.compile(r"(step \d+: the model converts \(.*\))")
 _LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 
 
@@ -87,6 +89,7 @@ class Experiment:
     run: Path | None = None
     config_text: str | None = None
     evolution_columns: int = 8  # train.evolution_columns of the run
+    select_by: str = "loss"  # train.select_by of the run: what chose its best.pt
     training: dict[str, str] = field(default_factory=dict)  # label -> value, in display order
     scalars: dict = field(default_factory=dict)  # tag -> [vc.evaluation.curve.Scalar]
     rows: dict[str, dict] = field(default_factory=dict)  # vc score's rows, per_utterance dropped
@@ -154,6 +157,7 @@ def _read_config(exp: Experiment) -> None:
     try:
         config = load_config(path, stored=True)
         exp.audio, exp.evolution_columns = config.audio, config.train.evolution_columns
+        exp.select_by = config.train.select_by
         if exp.run != exp.folder and (exp.folder / "config.yaml").is_file():  # the strip is EXP's run's
             exp.evolution_columns = load_config(
                 exp.folder / "config.yaml", stored=True
@@ -181,7 +185,7 @@ def _read_training(exp: Experiment) -> None:
         best = min(valid, key=lambda s: s.value)
         info["best validation loss"] = f"{best.value:.4f} at step {best.step}"
     distance = exp.scalars.get("valid/free_running/mel_cepstral_distance", [])
-    if distance:  # train.select_by: free_running chose best.pt by this, not by the loss
+    if distance and exp.select_by == "free_running":  # best.pt by this, not by the loss
         best = min(distance, key=lambda s: s.value)
         info["best.pt chosen by"] = f"free-running dev distance, {best.value:.3f} dB at step {best.step}"
     train_log = exp.run / "train.log"
@@ -193,6 +197,9 @@ def _read_training(exp: Experiment) -> None:
         devices = [line.split(": training on ", 1)[1] for line in lines if ": training on " in line]
         if devices:
             info["device"] = devices[0].split(" from step")[0]
+        ended = [m.group(1) for m in map(_CONVERTS.search, lines) if m]
+        if ended:  # train.until_converts ended it (vc/training/converts.py)
+            info["ended by"] = ended[-1]
     checkpoints = sorted((exp.run / "checkpoints").glob("*.pt"))
     if checkpoints:
         info["checkpoints"] = ", ".join(path.name for path in checkpoints)

@@ -99,6 +99,11 @@ class Job:
         """The score checkpoints are ranked by (lower wins); the job logs its own views."""
         raise NotImplementedError
 
+    def done(self) -> bool:
+        """Whether the job has reached its own end before the budget's (asked after each evaluation,
+        on the main rank)."""
+        return False
+
     def networks(self) -> dict[str, torch.nn.Module]:
         """The trained networks by name; the first is a checkpoint's "model"."""
         raise NotImplementedError
@@ -204,6 +209,8 @@ class Loop:
             if self.eval_every and self.step % self.eval_every == 0:
                 self._evaluate_and_keep()
                 evaluated_at = self.step
+                if self._job_done():
+                    break
         bar.close()
         if evaluated_at != self.step or (self.step == 0 and not self.evaluate_first):
             self._evaluate_and_keep()
@@ -275,6 +282,15 @@ class Loop:
             spent = shared.item()
         self.spent = min(spent, 1.0)
         return spent >= 1.0
+
+    def _job_done(self) -> bool:
+        """The main rank's job.done(), on every rank (all leave the loop at the same step)."""
+        done = self.is_main and self.job.done()
+        if self.world_size > 1:
+            shared = torch.tensor([float(done)], device=self.device)
+            dist.all_reduce(shared, op=dist.ReduceOp.MAX)
+            done = bool(shared.item())
+        return done
 
     def _divergence_advice(self) -> str:
         """Where a diverged run stands and what to change, for the error that stops it."""

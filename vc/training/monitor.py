@@ -27,8 +27,9 @@ from vc.config import Config
 from vc.fileio import atomic_open, writing
 from vc.kinds import DevViews, get_kind
 from vc.plotting import evolution_figure, load_evolution, save_figure
+from vc.training.converts import ConvertsRule
 from vc.training.data import ParallelDataset, batches_in_order, collate
-from vc.training.selection import free_running_distance
+from vc.training.selection import free_running_check
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +76,16 @@ class Monitor:
         self.kind = get_kind(config.model.kind)
         vocoder = GriffinLimVocoder(config.audio, config.vocoder).to(device)
         self.views = DevViews(self.writer, vocoder, tgt_stats, config, self._evolution)
+        t = config.train
+        self.converts = ConvertsRule(t.converts_focus, t.converts_gain_db) if t.until_converts else None
 
     @torch.no_grad()
     def evaluate(self, model: torch.nn.Module, dev_set: ParallelDataset, step: int) -> float:
         """Log the dev views and return the score that train.select_by ranks checkpoints by (lower wins).
 
-        The teacher-forced dev loss over the whole dev list always; with
-        ``select_by: free_running`` also the free-running dev distance (vc/training/selection.py).
+        The teacher-forced dev loss over the whole dev list always; with ``select_by: free_running`` or
+        ``until_converts`` also the free-running dev check (vc/training/selection.py): its distance, and
+        whether the model now converts (vc/training/converts.py).
         """
         model.eval()
         # A private RNG stream: evaluation neither perturbs training (exact resume)
@@ -91,17 +95,34 @@ class Monitor:
             count = min(self.config.data.num_fixed_utterances, len(dev_set))
             batch = collate([dev_set[k] for k in range(count)]).to(self.device)
             self.kind.log_fixed_utterances(self.views, model, batch, step)
-        if self.config.train.select_by == "loss":
-            score = valid_loss
-        else:
+        score = valid_loss
+        if self.config.train.select_by == "free_running" or self.converts is not None:
             # Its own stream, after the views: the fixed utterances' figures are the
             # same whichever rule selects checkpoints.
             with private_rng(self.config.train.seed, self.device):
-                score = free_running_distance(model, dev_set, self.config, self.tgt_stats, self.device)
-            self.writer.add_scalar("valid/free_running/mel_cepstral_distance", score, step)
+                check = free_running_check(model, dev_set, self.config, self.tgt_stats, self.device)
+            self.writer.add_scalar("valid/free_running/mel_cepstral_distance", check.distance, step)
+            self.writer.add_scalar("valid/free_running/focus_rate", check.focus, step)
+            if self.config.train.select_by == "free_running":
+                score = check.distance
+            if (
+                self.converts is not None
+                and self.converts.converts_at is None
+                and self.converts.update(step, check)
+            ):
+                log.info(
+                    "step %d: the model converts (free-running dev check: focus rate %.3f >= %.2f, "
+                    "distance %.2f dB, fallen less than %.2f dB): training ends here",
+                    step, check.focus, self.converts.focus, check.distance, self.converts.gain_db,
+                )  # fmt: skip
         model.train()
         self.writer.flush()
         return score
+
+    @property
+    def converts_at(self) -> int | None:
+        """The step at which train.until_converts's check passed (None: not yet, or not asked)."""
+        return None if self.converts is None else self.converts.converts_at
 
     def _dev_loss(self, model, dev_set, step) -> float:
         """The kind's dev losses over the whole dev list, frame-weighted; their selection terms summed."""

@@ -15,6 +15,7 @@ log-mels, so the two numbers are not interchangeable.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -22,6 +23,8 @@ import torch
 from vc.audio import FeatureStats
 from vc.config import AudioConfig, Config
 from vc.evaluation.metrics import dtw, mel_cepstral_distortion
+from vc.kinds import get_kind
+from vc.kinds.alignment import focus_rate
 from vc.training.data import ParallelDataset, batches_in_order
 
 CEPSTRAL_ORDER = 24  # coefficients 1..24 compared; c0 (level) left out, as MCD does
@@ -50,18 +53,29 @@ def mel_cepstral_distance(predicted: np.ndarray, target: np.ndarray, audio: Audi
     return mel_cepstral_distortion(a[path_a], b[path_b])
 
 
+class FreeRunning(NamedTuple):
+    """The free-running dev check: the first ``train.select_utterances`` dev utterances converted."""
+
+    distance: float  # their mean mel-cepstral distance to the targets [dB]
+    focus: float  # their alignments' mean focus rate (vc/kinds/alignment.py)
+
+
 @torch.no_grad()
-def free_running_distance(
+def free_running_check(
     model, dev_set: ParallelDataset, config: Config, tgt_stats: FeatureStats, device: torch.device
-) -> float:
-    """Mean mel-cepstral distance [dB] of the first ``train.select_utterances`` dev conversions."""
+) -> FreeRunning:
+    """Convert the first ``train.select_utterances`` dev utterances and measure them."""
     count = min(config.train.select_utterances, len(dev_set))
     if count == 0:
-        raise ValueError("free-running checkpoint selection needs at least one dev utterance")
-    distances = []
+        raise ValueError("the free-running dev check needs at least one dev utterance")
+    kind = get_kind(config.model.kind)
+    distances, focus = [], []
     for batch in batches_in_order(dev_set, config.data.batch_size, count):
         batch = batch.to(device)
         out = model.inference(batch.src, batch.src_lens, config.inference)
+        focus.extend(
+            focus_rate(out.alignments, kind.alignment_rows(out.lens, config.model), out.enc_lens).tolist()
+        )
         predicted = tgt_stats.denormalize(out.after.float()).cpu().numpy()
         target = tgt_stats.denormalize(batch.tgt.float()).cpu().numpy()
         for k in range(len(batch.utt_ids)):
@@ -70,4 +84,4 @@ def free_running_distance(
                     predicted[k, : int(out.lens[k])], target[k, : int(batch.tgt_lens[k])], config.audio
                 )
             )
-    return float(np.mean(distances))
+    return FreeRunning(float(np.mean(distances)), float(np.mean(focus)))

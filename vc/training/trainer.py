@@ -279,6 +279,9 @@ class ModelJob(Job):
     def evaluate(self, step: int) -> float:
         return self.monitor.evaluate(self.model, self.dev_set, step)
 
+    def done(self) -> bool:
+        return self.monitor is not None and self.monitor.converts_at is not None
+
     def networks(self) -> dict[str, torch.nn.Module]:
         return {"model": self.model}
 
@@ -346,6 +349,13 @@ def train(config: Config, out_dir: str | Path, resume: bool = False, progress: b
                 atomic_write_text(job.out_dir / "config.yaml", dump_config(config))
                 log.info("training on %s x %d from step %d", job.device, job.world_size, loop.step)
             loop.run()
+            if job.is_main and config.train.until_converts and not job.done():
+                log.warning(
+                    "the model did not pass its free-running dev check (train.until_converts) by step %d, "
+                    "where its cap ended training: its conversions may not carry the words yet; a larger "
+                    "train.max_minutes lets it train on",
+                    loop.step,
+                )
         except BaseException:
             # The error that stopped training is the one to report, not a second one from closing
             # TensorBoard's files on the same full disk.
