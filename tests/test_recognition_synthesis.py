@@ -24,7 +24,7 @@ from vc.cli import main
 from vc.config import Config, InferenceConfig
 from vc.errors import ConfigError
 from vc.kinds import get_kind
-from vc.kinds.recognition_synthesis import random_windows
+from vc.masks import random_windows, take_frames
 from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.pairs import read_pair_list
 from vc.training.data import Batch
@@ -86,36 +86,47 @@ def test_it_learns_from_the_target_alone():
     assert torch.isfinite(losses[0]) and torch.equal(losses[0], losses[1])
 
 
-def test_training_windows_are_one_slice_of_each_utterance_and_the_dev_set_reads_it_whole():
+def test_training_windows_are_one_slice_of_each_utterance():
     torch.manual_seed(0)
     lens = torch.tensor([30, 12, 5])
-    tgt = torch.arange(3 * 30 * 2, dtype=torch.float).reshape(3, 30, 2)
-    pitch, phones = tgt + 0.5, tgt[:, :, 0].long()
-    batch = Batch(["a", "b", "c"], tgt, lens, tgt, lens, phones=phones, tgt_pitch=pitch)
     starts = set()
     for _ in range(20):
-        window = random_windows(batch, 8)
-        assert window.tgt.shape == (3, 8, 2) and window.tgt_lens.tolist() == [8, 8, 5]
-        for k in range(3):
-            start = int(window.tgt[k, 0, 0] - tgt[k, 0, 0]) // 2
-            assert 0 <= start <= int(lens[k]) - int(window.tgt_lens[k])
-            torch.testing.assert_close(window.tgt[k], tgt[k, start : start + 8])
-            torch.testing.assert_close(window.tgt_pitch[k], pitch[k, start : start + 8])
-            assert torch.equal(window.phones[k], phones[k, start : start + 8])
-        starts.add(int(window.tgt[0, 0, 0]) // 2)
+        index = random_windows(lens, 8, 30)
+        assert index.shape == (3, 8)
+        assert torch.equal(index - index[:, :1], torch.arange(8).expand(3, 8))  # consecutive frames
+        assert (index[:2, -1] < lens[:2]).all() and index[2, 0] == 0  # inside each row; a short row whole
+        starts.add(int(index[0, 0]))
     assert len(starts) > 5  # the windows move
-    assert random_windows(batch, 50).tgt.shape == (3, 30, 2)  # wider than the batch: whole
+    assert random_windows(lens, 50, 30).shape == (3, 30)  # wider than the batch: whole rows
+    x = torch.arange(3 * 30 * 2).reshape(3, 30, 2)
+    index = random_windows(lens, 8, 30)
+    torch.testing.assert_close(take_frames(x, index)[1], x[1, int(index[1, 0]) : int(index[1, 0]) + 8])
+    assert torch.equal(take_frames(x[:, :, 0], index), take_frames(x, index)[:, :, 0])
 
+
+def test_a_training_window_reads_the_content_of_the_whole_utterance_and_the_dev_set_reads_it_whole():
+    torch.manual_seed(0)
     config = Config(model=tiny_config("recognition_synthesis", **SMALL)).with_overrides(
         ["train.crop_frames=4"]
     )
-    model = RecognitionSynthesisVC(2, config.model).eval()
+    model = RecognitionSynthesisVC(8, config.model).eval()
+    tgt, lens, pitch = torch.randn(2, 9, 8), torch.tensor([9, 6]), torch.randn(2, 9, 2)
+    seen = []
+    synthesize = model.synthesizer.forward
+    model.synthesizer.forward = lambda inputs, lens: seen.append((inputs, lens)) or synthesize(inputs, lens)
+    batch = Batch(["a", "b"], tgt, lens, tgt, lens, tgt_pitch=pitch)
     kind = get_kind("recognition_synthesis")
-    dev = kind.losses(model, Batch(["a", "b", "c"], tgt, lens, tgt, lens, tgt_pitch=pitch), config, None)
-    whole = config.with_overrides(["train.crop_frames=0"])
+    torch.manual_seed(1)
+    kind.losses(model, batch, config, step=5)
+    torch.manual_seed(1)
+    window = random_windows(lens, 4, 9)
+    inputs, window_lens = seen[-1]
+    torch.testing.assert_close(inputs, take_frames(model.inputs(tgt, lens, pitch), window))
+    assert inputs.shape[1] == 4 and window_lens.tolist() == [4, 4]
+    dev = kind.losses(model, batch, config, step=None)
+    assert seen[-1][0].shape[1] == 9  # whole utterances
     assert torch.equal(
-        dev.total,
-        kind.losses(model, Batch(["a", "b", "c"], tgt, lens, tgt, lens, tgt_pitch=pitch), whole, None).total,
+        dev.total, kind.losses(model, batch, config.with_overrides(["train.crop_frames=0"]), None).total
     )
 
 

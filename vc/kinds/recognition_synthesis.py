@@ -16,8 +16,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import torch
-
 from vc.config import Config, InferenceConfig, ModelConfig
 from vc.errors import ConfigError
 from vc.kinds.alignment import diagonal_ratio, focus_rate
@@ -25,6 +23,7 @@ from vc.kinds.attention import ATTENTION, AttentionConfig
 from vc.kinds.base import DevViews, ModelKind
 from vc.kinds.losses import SpectralLosses, compute_losses, masked_spectral_loss, with_phonetic
 from vc.kinds.nonautoregressive import ParallelDecoderConfig
+from vc.masks import random_windows, take_frames
 from vc.model.recognition_synthesis import CONTENTS, DECODERS, RecognitionSynthesisVC
 
 
@@ -83,9 +82,18 @@ class RecognitionSynthesisKind(ModelKind):
         training steps read a random window of each utterance (the dev set reads them whole). The
         attention decoder adds the attention model's stop and guided-attention losses (its guide weighs 1
         on the dev set)."""
+        window = None
         if step is not None and config.train.crop_frames > 0:
-            batch = random_windows(batch, config.train.crop_frames)
-        out = model(batch.tgt, batch.tgt_lens, batch.tgt_pitch)
+            window = random_windows(batch.tgt_lens, config.train.crop_frames, batch.tgt.shape[1])
+        # The content of whole utterances (as conversion reads it), then each one's window.
+        out = model(batch.tgt, batch.tgt_lens, batch.tgt_pitch, window=window)
+        if window is not None:
+            batch = dataclasses.replace(
+                batch,
+                tgt=take_frames(batch.tgt, window),
+                tgt_lens=batch.tgt_lens.clamp(max=window.shape[1]),
+                phones=None if batch.phones is None else take_frames(batch.phones, window),
+            )
         if config.model.decoder == "attention":
             t = config.train
             guide = 1.0 if step is None else t.guided_attention_weight
@@ -139,28 +147,6 @@ class RecognitionSynthesisKind(ModelKind):
                     f"valid/alignment/{utt_id}", alignment_figure(aligned, f"{utt_id} step {step}"), step
                 )
                 views.evolution(utt_id, step, aligned)
-
-
-def random_windows(batch, frames: int):
-    """The batch's targets, their pitch and phones cut to one random window of ``frames`` frames per
-    utterance (uniform over the places it fits; a shorter utterance whole). The recognizer then reads the
-    window as an utterance: its edges lack the context beyond them, about 8 frames each side."""
-    lens = batch.tgt_lens
-    width = min(frames, batch.tgt.shape[1])
-    room = (lens - width + 1).clamp(min=1)
-    start = (torch.rand(lens.shape, device=lens.device) * room).long()
-    index = start[:, None] + torch.arange(width, device=lens.device)  # (B, width), inside each row
-
-    def cut(x):
-        if x is None:
-            return None
-        rows = index if x.dim() == 2 else index[:, :, None].expand(-1, -1, x.shape[2])
-        return x.gather(1, rows)
-
-    return dataclasses.replace(
-        batch, tgt=cut(batch.tgt), tgt_lens=lens.clamp(max=width), tgt_pitch=cut(batch.tgt_pitch),
-        phones=cut(batch.phones),
-    )  # fmt: skip
 
 
 RECOGNITION_SYNTHESIS = RecognitionSynthesisKind()

@@ -26,7 +26,7 @@ from torch import nn
 
 from vc.audio.pitch import FEATURES as PITCH_FEATURES
 from vc.config import InferenceConfig, ModelConfig
-from vc.masks import make_pad_mask
+from vc.masks import make_pad_mask, take_frames
 from vc.model.framewise import FrameWiseVC
 from vc.model.phone_classifier import PHONES, PhoneClassifier
 from vc.model.seq2seq import Seq2SeqVC
@@ -75,10 +75,14 @@ class RecognitionSynthesisVC(nn.Module):
         """The synthesizer's input: content features and the pitch features beside them (B, T, width + 2)."""
         return torch.cat([self.content(mels, lens), pitch[:, : mels.shape[1]].to(mels.dtype)], dim=-1)
 
-    def forward(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor):
+    def forward(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, window=None):
         """The input resynthesised (training, teacher forcing): its own frames are the target (the
-        attention decoder reads them teacher-forced). FrameWiseOutput or Seq2SeqOutput."""
+        attention decoder reads them teacher-forced). FrameWiseOutput or Seq2SeqOutput. ``window`` (B, W)
+        frame indices (vc.masks.random_windows; the parallel decoder): the content is read over the whole
+        input, then only each row's window is synthesised."""
         inputs = self.inputs(mels, lens, pitch)
+        if window is not None:
+            inputs, lens = take_frames(inputs, window), lens.clamp(max=window.shape[1])
         if self.config.decoder == "attention":
             return self.synthesizer(inputs, lens, mels, lens)
         return self.synthesizer(inputs, lens)
