@@ -14,6 +14,7 @@ teacher-forced maps look diagonal long before the model converts on its own.
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import numpy as np
@@ -105,16 +106,23 @@ class Monitor:
             self.writer.add_scalar("valid/free_running/focus_rate", check.focus, step)
             if self.config.train.select_by == "free_running":
                 score = check.distance
-            if (
-                self.converts is not None
-                and self.converts.converts_at is None
-                and self.converts.update(step, check)
-            ):
-                log.info(
-                    "step %d: the model converts (free-running dev check: focus rate %.3f >= %.2f, "
-                    "distance %.2f dB, fallen less than %.2f dB): training ends here",
-                    step, check.focus, self.converts.focus, check.distance, self.converts.gain_db,
-                )  # fmt: skip
+            if self.converts is not None and self.converts.converts_at is None:
+                previous = self.converts.previous
+                if self.converts.update(step, check):
+                    log.info(
+                        "step %d: the model converts (free-running dev check: focus rate %.3f >= %.2f, "
+                        "distance %.2f dB, fallen less than %.2f dB): training ends here",
+                        step, check.focus, self.converts.focus, check.distance, self.converts.gain_db,
+                    )  # fmt: skip
+                else:
+                    fallen = (
+                        "its first" if math.isinf(previous) else f"fallen {previous - check.distance:.2f} dB"
+                    )
+                    log.info(
+                        "step %d: free-running dev check: focus rate %.3f (converts from %.2f), distance "
+                        "%.2f dB (%s; converts when it falls less than %.2f)",
+                        step, check.focus, self.converts.focus, check.distance, fallen, self.converts.gain_db,
+                    )  # fmt: skip
         model.train()
         self.writer.flush()
         return score
