@@ -36,8 +36,8 @@
 #          --phonetic_weight W (the student's phonetic loss, train.phonetic_weight; default: the student
 #          config's, 1 in conf/student.yaml; stage 3 aligns the transcripts' phones, EXP/phones.json, for its
 #          labels unless W is 0)
-#          --teacher_minutes N (the attention model's time limit; default: its config's train.max_minutes,
-#          8 in conf/default.yaml, the main job's teacher)
+#          --teacher_minutes N (the attention model's time cap; default: its config's train.max_minutes,
+#          20 in conf/default.yaml, the main job's teacher, which ends earlier when it converts)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time limit; default: mel2linear.max_minutes of the model's config,
 #          6) --unseen_utts N (stage 8; default 100: all
