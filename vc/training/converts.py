@@ -19,17 +19,19 @@ from vc.training.selection import FreeRunning
 
 
 class ConvertsRule:
-    """Remembers the previous evaluation's distance; ``converts_at``: the step the rule passed, or None."""
+    """Remembers the previous evaluation's distance; ``fallen``: how far the last update's distance fell
+    from it (inf at the first); ``converts_at``: the step the rule passed, or None."""
 
     def __init__(self, focus: float, gain_db: float):
         self.focus, self.gain_db = focus, gain_db
         self.previous = math.inf
+        self.fallen = math.inf
         self.converts_at: int | None = None
 
     def update(self, step: int, check: FreeRunning) -> bool:
         """Whether the model converts by this evaluation (its step is then ``converts_at``)."""
-        gain = self.previous - check.distance
+        self.fallen = self.previous - check.distance
         self.previous = check.distance
-        if self.converts_at is None and check.focus >= self.focus and gain < self.gain_db:
+        if self.converts_at is None and check.focus >= self.focus and self.fallen < self.gain_db:
             self.converts_at = step
         return self.converts_at is not None

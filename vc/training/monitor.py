@@ -107,7 +107,6 @@ class Monitor:
             if self.config.train.select_by == "free_running":
                 score = check.distance
             if self.converts is not None and self.converts.converts_at is None:
-                previous = self.converts.previous
                 if self.converts.update(step, check):
                     log.info(
                         "step %d: the model converts (free-running dev check: focus rate %.3f >= %.2f, "
@@ -116,7 +115,9 @@ class Monitor:
                     )  # fmt: skip
                 else:
                     fallen = (
-                        "its first" if math.isinf(previous) else f"fallen {previous - check.distance:.2f} dB"
+                        "its first"
+                        if math.isinf(self.converts.fallen)
+                        else f"fallen {self.converts.fallen:.2f} dB"
                     )
                     log.info(
                         "step %d: free-running dev check: focus rate %.3f (converts from %.2f), distance "
