@@ -33,6 +33,19 @@ def test_the_period_of_a_voice_is_found_at_every_frame(f0):
     assert torch.allclose(voiced, torch.full_like(voiced, f0), rtol=0.01)
 
 
+def test_a_breathy_voice_is_voiced_at_its_period_not_twice_it():
+    """A voice 3 dB above its noise never dips below THRESHOLD (the old voicing left it unvoiced, as it
+    did many of a low voice's frames); it is voiced, at 150 Hz, not at its deeper dip an octave down."""
+    voice = harmonic(150.0)
+    rng = np.random.default_rng(0)
+    noise = torch.from_numpy(rng.standard_normal(len(voice)).astype(np.float32))
+    wave = voice + noise * float(voice.square().mean().sqrt()) / 10 ** (3 / 20)
+    found = yin(wave[None], torch.tensor([len(wave)]), AUDIO)[0]
+    voiced = found[found > 0]
+    assert len(voiced) >= len(found) - 2
+    assert ((voiced / 150.0 - 1).abs() < 0.05).float().mean() > 0.9
+
+
 def test_noise_and_silence_are_unvoiced_and_frames_match_the_log_mel():
     noise = torch.from_numpy(np.random.default_rng(0).standard_normal(9000).astype(np.float32) * 0.1)
     wave = torch.cat([harmonic(150.0, 0.5), torch.zeros(8000), noise])
@@ -90,3 +103,17 @@ def test_training_reads_the_target_in_its_speakers_range_and_the_source_in_its_o
     assert features["b"][1][0, 0] > features["a"][1][-1, 0]  # b's target sits above a's
     torch.testing.assert_close(features["a"][0][:, 0].mean(), torch.tensor(0.0), atol=1e-5, rtol=0)
     torch.testing.assert_close(features["b"][0][:, 0].mean(), torch.tensor(0.0), atol=1e-5, rtol=0)
+
+
+def test_the_f0_cache_is_made_again_when_the_estimator_changes(tmp_path, monkeypatch):
+    from tests.helpers import write_pair_list
+    from vc.training import data
+
+    pairs = write_pair_list(tmp_path, 2)
+    first = data.load_f0(pairs, AUDIO, tmp_path / "cache", progress=False)
+    assert len(list((tmp_path / "cache").glob("*.pt"))) == 1
+    monkeypatch.setattr(data, "PITCH_SETTINGS", data.PITCH_SETTINGS + ("changed",))
+    monkeypatch.setattr(data, "yin", lambda waves, lens, audio: torch.zeros(1, int(lens[0]) // 256 + 1))
+    again = data.load_f0(pairs, AUDIO, tmp_path / "cache", progress=False)
+    assert len(list((tmp_path / "cache").glob("*.pt"))) == 2  # a new file; the old one read nothing new
+    assert first["utt0"][0].abs().sum() > 0 and again["utt0"][0].abs().sum() == 0

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from vc.audio import FeatureStats, LogMel, logmel_numpy, read_audio
+from vc.audio.pitch import SETTINGS as PITCH_SETTINGS
 from vc.audio.pitch import pitch_features, yin
 from vc.config import AudioConfig
 from vc.errors import DataError
@@ -82,7 +83,8 @@ def load_f0(
     """utt_id -> (source, target) F0 per log-mel frame (Hz, 0 unvoiced; vc/audio/pitch.py's yin) of every
     pair in the list, from the cache beside the features' or computed (and cached) now."""
     list_path = Path(list_path)
-    path = cache_path(list_path, audio, Path(cache_dir)).with_suffix(".f0.pt")
+    estimator = hashlib.sha1(repr(PITCH_SETTINGS).encode()).hexdigest()[:6]  # new settings, a new file
+    path = cache_path(list_path, audio, Path(cache_dir)).with_suffix(f".f0-{estimator}.pt")
     stored = read_cache(path, "F0")
     if stored is not None:
         return stored
