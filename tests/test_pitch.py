@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from tests.helpers import write_pair_list
 from vc.audio import LogMel
 from vc.audio.pitch import log_f0_stats, pitch_features, pitch_of, yin
 from vc.config import AudioConfig
+from vc.training import data
 from vc.training.data import pitch_inputs
 
 AUDIO = AudioConfig()
@@ -106,9 +108,6 @@ def test_training_reads_the_target_in_its_speakers_range_and_the_source_in_its_o
 
 
 def test_the_f0_cache_is_made_again_when_the_estimator_changes(tmp_path, monkeypatch):
-    from tests.helpers import write_pair_list
-    from vc.training import data
-
     pairs = write_pair_list(tmp_path, 2)
     first = data.load_f0(pairs, AUDIO, tmp_path / "cache", progress=False)
     assert len(list((tmp_path / "cache").glob("*.pt"))) == 1

@@ -35,9 +35,10 @@ log = logging.getLogger(__name__)
 Features = dict[str, tuple[np.ndarray, np.ndarray]]  # utt_id -> (source log-mel, target log-mel)
 
 
-def cache_path(list_path: Path, audio: AudioConfig, cache_dir: Path) -> Path:
-    """The cache file depends on the list's content and every audio setting."""
-    key = json.dumps([list_path.read_text(), vars(audio)], sort_keys=True)
+def cache_path(list_path: Path, audio: AudioConfig, cache_dir: Path, settings: tuple = ()) -> Path:
+    """The cache file depends on the list's content, every audio setting and what made it (``settings``:
+    e.g. the pitch estimator's)."""
+    key = json.dumps([list_path.read_text(), vars(audio), *settings], sort_keys=True)
     digest = hashlib.sha1(key.encode()).hexdigest()[:10]
     return cache_dir / f"{list_path.stem}-{digest}.pt"
 
@@ -83,8 +84,7 @@ def load_f0(
     """utt_id -> (source, target) F0 per log-mel frame (Hz, 0 unvoiced; vc/audio/pitch.py's yin) of every
     pair in the list, from the cache beside the features' or computed (and cached) now."""
     list_path = Path(list_path)
-    estimator = hashlib.sha1(repr(PITCH_SETTINGS).encode()).hexdigest()[:6]  # new settings, a new file
-    path = cache_path(list_path, audio, Path(cache_dir)).with_suffix(f".f0-{estimator}.pt")
+    path = cache_path(list_path, audio, Path(cache_dir), PITCH_SETTINGS).with_suffix(".f0.pt")
     stored = read_cache(path, "F0")
     if stored is not None:
         return stored
