@@ -176,8 +176,6 @@ def test_bad_config_override_is_one_error_line(tmp_path, checkpoint, capsys):
         (["--set", "audio.hop_length=128"], "only inference.* and vocoder.*"),
         (["--device", "nope"], "unknown device"),
         (["--set", "inference.max_ratio=["], "not valid YAML"),
-        (["--set", "vocoder.method=wavenet"], "vocoder.method must be one of auto, griffin_lim, harmonic"),
-        (["--vocoder", "harmonic"], "vocoder.method harmonic needs a model that gives its output's F0"),
     ],
 )
 def test_bad_options_are_one_error_line(tmp_path, checkpoint, capsys, extra, message):

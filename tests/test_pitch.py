@@ -11,7 +11,7 @@ import torch
 
 from tests.helpers import write_pair_list
 from vc.audio import LogMel
-from vc.audio.pitch import f0_in_range, log_f0_stats, pitch_features, pitch_of, yin
+from vc.audio.pitch import log_f0_stats, pitch_features, pitch_of, yin
 from vc.config import AudioConfig
 from vc.training import data
 from vc.training.data import pitch_inputs
@@ -96,17 +96,6 @@ def test_in_a_speakers_range_the_level_is_kept():
     shift = features[1, :, 0] - features[0, :, 0]
     torch.testing.assert_close(shift, torch.full((20,), math.log(2) / speaker[1]))
     assert speaker[0] == pytest.approx(float(torch.cat([rise, 2 * rise]).log().mean()), rel=1e-6)
-
-
-def test_f0_in_range_gives_back_the_curve_the_features_were_read_from():
-    """The harmonic vocoder's F0: a contour read in a speaker's range, put back in it, is the curve itself
-    (unvoiced frames stay 0); put in a range an octave up, it is twice the curve."""
-    f0 = torch.cat([torch.zeros(3), torch.linspace(160, 220, 12), torch.zeros(2)])[None]
-    speaker = log_f0_stats([f0[0]])
-    features = pitch_features(f0, torch.tensor([17]), speaker)
-    torch.testing.assert_close(f0_in_range(features, speaker), f0)
-    octave_up = f0_in_range(features, (speaker[0] + math.log(2), speaker[1]))
-    torch.testing.assert_close(octave_up, 2 * f0)
 
 
 def test_training_reads_the_target_in_its_speakers_range_and_the_source_in_its_own():

@@ -167,33 +167,6 @@ def test_its_checkpoint_carries_the_runs_recognizer_and_converts_alone(trained, 
         (tmp_path / "away.pt").rename(exp / "phone_classifier.pt")
 
 
-def test_through_the_parallel_decoder_it_is_vocoded_on_harmonics_of_its_f0(trained, tmp_path):
-    """The checkpoint holds the target's log-F0 range: the parallel decoder's output frames are its
-    input's, so the input's F0 in that range is the output's, and vocoder.method auto synthesises
-    harmonics on it (vc/audio/harmonic.py). The attention decoder re-times: Griffin-Lim, and asking for
-    harmonics is an error."""
-    config, exp = trained
-    checkpoint = exp / "checkpoints" / "best.pt"
-    stats = load_checkpoint(checkpoint)["stats"]
-    mean, deviation = stats["target_log_f0"]
-    assert 4.0 < mean < 6.5 and deviation > 0
-    converter = Converter.from_checkpoint(checkpoint, mel2linear=False)
-    griffin_lim = Converter.from_checkpoint(checkpoint, mel2linear=False, overrides=["vocoder.method=griffin_lim"])
-    assert not griffin_lim.harmonic()
-    first = str(read_pair_list(config.data.train_list)[0].source)
-    if config.model.decoder == "parallel":
-        assert converter.harmonic()
-        harmonic, plain = converter.convert_file(first), griffin_lim.convert_file(first)
-        assert np.array_equal(harmonic.mel, plain.mel) and len(harmonic.wave) == len(plain.wave)
-        assert not np.allclose(harmonic.wave, plain.wave) and np.isfinite(harmonic.wave).all()
-    else:
-        assert not converter.harmonic()
-        with pytest.raises(ConfigError, match="vocoder.method harmonic needs a model that gives"):
-            Converter.from_checkpoint(checkpoint, mel2linear=False, overrides=["vocoder.method=harmonic"])
-    out = tmp_path / "out.wav"
-    assert main(["convert", "--checkpoint", str(checkpoint), "--vocoder", "griffin_lim", first, str(out)]) == 0
-
-
 def test_teacher_forcing_resynthesises_the_target(trained):
     config, exp = trained
     outputs, targets, _ = teacher_forced_training_pairs(config, exp / "checkpoints" / "best.pt")

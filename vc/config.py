@@ -146,12 +146,6 @@ class InferenceConfig:
 
 @dataclass
 class VocoderConfig:
-    # How log-mels become a waveform: griffin_lim (the phase recovered for the predicted magnitude), or
-    # harmonic (the magnitude's envelope on harmonics synthesised from the output's F0,
-    # vc/audio/harmonic.py), which needs a model that knows that F0 (one whose output frames are its
-    # input's and that reads pitch: the recognition-synthesis converter's parallel decoder). auto:
-    # harmonic where the model allows it, else griffin_lim.
-    method: str = "auto"
     griffin_lim_iters: int = 32
     momentum: float = 0.99
     # Magnitudes are raised to this power before phase recovery. Above 1 sounds crisper but scales
@@ -354,7 +348,6 @@ POSITIVE = {
 CHOICES = {
     ("inference", "source_normalization"): ("speaker", "utterance", "auto"),
     ("inference", "source_warp"): ("auto", "none"),
-    ("vocoder", "method"): ("auto", "griffin_lim", "harmonic"),
     ("train", "select_by"): ("loss", "free_running"),
     ("train", "decay"): ("noam", "constant", "linear"),
 }

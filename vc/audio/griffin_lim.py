@@ -16,7 +16,6 @@ import numpy as np
 import torch
 
 from vc.audio import mel_basis
-from vc.audio.harmonic import harmonic_noise
 from vc.config import AudioConfig, VocoderConfig
 from vc.errors import ConfigError
 
@@ -409,41 +408,27 @@ class GriffinLimVocoder(torch.nn.Module):
         self.mel2linear = mel2linear.eval() if mel2linear is not None else None
 
     @torch.no_grad()
-    def magnitude(self, logmel: torch.Tensor, frame_lens: torch.Tensor) -> torch.Tensor:
-        """(B, frames, n_mels) log-mel, (B,) frames -> (B, n_fft // 2 + 1, frames) linear magnitude: the
-        mel -> linear network's, else the pseudo-inverse's; raised to vocoder.magnitude_power."""
-        a, v = self.audio, self.vocoder
-        if self.mel2linear is not None:
-            log_magnitude = self.mel2linear(logmel.float(), frame_lens).transpose(1, 2)
-            return torch.pow(10.0, log_magnitude * v.magnitude_power)
-        mel = torch.pow(a.log_base, logmel.float())  # LogMel stored log_base(max(mel, floor))
-        linear = mel_to_linear(mel, self.basis_pinv, basis=self.basis, nnls_steps=NNLS_STEPS, step=self.nnls_step)
-        # A power spectrogram under the filterbank comes back as power: the root
-        # gives the magnitude, and both exponents fold into one.
-        return linear.pow(v.magnitude_power / a.spectrogram_power)
-
-    @torch.no_grad()
     def forward(
         self,
         logmel: torch.Tensor,
         frame_lens: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
-        f0: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``f0`` (B, frames; Hz, 0 unvoiced): the output's F0, where the model knows it; Griffin-Lim then
-        starts from the phase of harmonics on it (vc/audio/harmonic.py), not from a random one."""
         a, v = self.audio, self.vocoder
         batch, frames, _ = logmel.shape
         if frame_lens is None:
             frame_lens = torch.full((batch,), frames, dtype=torch.long, device=logmel.device)
-        magnitude = self.magnitude(logmel, frame_lens)
-        init = "random"
-        if f0 is not None:
-            start = harmonic_noise(magnitude, f0, frame_lens, a, generator)
-            init = torch.stft(
-                start, a.n_fft, a.hop_length, a.win_length, self.window, center=True, pad_mode="constant",
-                return_complex=True,
-            )[..., :frames].angle()  # fmt: skip
+        if self.mel2linear is not None:
+            log_magnitude = self.mel2linear(logmel.float(), frame_lens).transpose(1, 2)
+            magnitude = torch.pow(10.0, log_magnitude * v.magnitude_power)
+        else:
+            mel = torch.pow(a.log_base, logmel.float())  # LogMel stored log_base(max(mel, floor))
+            linear = mel_to_linear(
+                mel, self.basis_pinv, basis=self.basis, nnls_steps=NNLS_STEPS, step=self.nnls_step
+            )
+            # A power spectrogram under the filterbank comes back as power: the root
+            # gives the magnitude, and both exponents fold into one.
+            magnitude = linear.pow(v.magnitude_power / a.spectrogram_power)
         waves = griffin_lim(
             magnitude,
             n_fft=a.n_fft,
@@ -454,7 +439,6 @@ class GriffinLimVocoder(torch.nn.Module):
             momentum=v.momentum,
             length=frames * a.hop_length,
             generator=generator,
-            init=init,
             frame_lens=frame_lens,
         )
         return waves, frame_lens * a.hop_length

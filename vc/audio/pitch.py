@@ -105,15 +105,6 @@ def pitch_features(
     return torch.stack([z, weight], dim=-1)
 
 
-def f0_in_range(features: torch.Tensor, speaker: tuple[float, float]) -> torch.Tensor:
-    """(B, T, 2) pitch features -> (B, T) F0 in Hz (0 unvoiced) of their contour in ``speaker``'s range
-    (log_f0_stats): pitch_features' inverse for that speaker."""
-    mean, deviation = speaker
-    z, voiced = features[..., 0], features[..., 1] > 0.5
-    f0 = torch.exp(mean + z * max(deviation, MIN_DEVIATION))
-    return torch.where(voiced, f0, torch.zeros_like(f0))
-
-
 def log_f0_stats(curves: list[torch.Tensor]) -> tuple[float, float]:
     """A speaker's (mean, deviation) of log-F0 over the voiced frames of its F0 curves (Hz, 0 unvoiced)."""
     voiced = torch.cat([curve[curve > 0] for curve in curves]).log()

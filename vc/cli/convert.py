@@ -34,12 +34,6 @@ def add_parser(commands) -> None:
         "--griffin-lim-iters", type=int, help="Griffin-Lim iterations (default: from the checkpoint)"
     )
     sub.add_argument(
-        "--vocoder",
-        choices=("auto", "griffin_lim", "harmonic"),
-        help="how mels become audio: harmonic (harmonics on the output's F0, for a model that gives it), "
-        "griffin_lim, or auto (harmonic where the model allows it; the default, from the checkpoint)",
-    )
-    sub.add_argument(
         "--save-alignment", metavar="FILE", help="FILE.png or FILE.npy; with --out-dir the format png or npy"
     )
     sub.add_argument("--batch-size", type=positive_int, default=8, help="files converted at once")
@@ -93,8 +87,6 @@ def run(args) -> None:
     overrides = list(args.overrides)
     if args.griffin_lim_iters is not None:
         overrides.append(f"vocoder.griffin_lim_iters={args.griffin_lim_iters}")
-    if args.vocoder is not None:
-        overrides.append(f"vocoder.method={args.vocoder}")
     # Before the model loads: a refused output costs no work and loses nothing.
     plan = plan_conversion(args.paths, args.out_dir, args.save_alignment, overwrite=args.overwrite)
     mel2linear = False if args.no_mel2linear else args.mel2linear  # None: the checkpoint's companion

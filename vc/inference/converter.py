@@ -25,7 +25,7 @@ from vc.artifacts.postfilter import load_postfilter
 from vc.audio import FeatureStats, LogMel, Speech, prepare_speech, prepare_wave, read_speech
 from vc.audio.dsp import with_silence
 from vc.audio.griffin_lim import GriffinLimVocoder
-from vc.audio.pitch import f0_in_range, pitch_of
+from vc.audio.pitch import pitch_of
 from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
 from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
@@ -72,7 +72,6 @@ class Converter:
         mel2linear: torch.nn.Module | None = None,
         source_codebook: VoiceCodebook | None = None,
         postfilter: torch.nn.Module | None = None,
-        target_log_f0: tuple[float, float] | None = None,
     ):
         self.config = config
         self.device = device
@@ -84,10 +83,6 @@ class Converter:
         self.tgt_stats = tgt_stats
         self.features = LogMel(config.audio).to(device)
         self.vocoder = GriffinLimVocoder(config.audio, config.vocoder, mel2linear).to(device)
-        # The target's log-F0 (mean, deviation) the model learnt in (a pitch-reading kind's checkpoint
-        # holds it): the output's F0 for the harmonic vocoder (vc/audio/harmonic.py).
-        self.target_log_f0 = target_log_f0
-        self.harmonic()  # a vocoder.method this model cannot have fails here
         # (B, T, n_mels) log-mel -> the same, sharpened in time (vc.training.postfilter), or None.
         self.postfilter = postfilter.to(device).eval() if postfilter is not None else None
         # Checkpoints from before vc/audio/voice_warp.py hold no codebook: their inputs are not warped.
@@ -134,7 +129,6 @@ class Converter:
             )
             if codebook is not None:  # one that does not fit the audio settings fails here, not later
                 codebook.check(config.audio)
-            target_log_f0 = tuple(map(float, stats["target_log_f0"])) if "target_log_f0" in stats else None
         except (RuntimeError, KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
@@ -150,7 +144,6 @@ class Converter:
             mel2linear=mel2linear,
             source_codebook=codebook,
             postfilter=postfilter_net,
-            target_log_f0=target_log_f0,
         )
 
     @classmethod
@@ -211,20 +204,6 @@ class Converter:
             for conversion, recording in zip(conversions, recordings, strict=True)
         ]
 
-    def harmonic(self) -> bool:
-        """Whether vocoder.method makes the waveform with harmonics on the output's F0 (vc/audio/harmonic.py)
-        rather than with Griffin-Lim: auto where the model gives that F0, and the checkpoint the target's
-        log-F0 range to put it in."""
-        method = self.config.vocoder.method
-        able = self.target_log_f0 is not None and self.kind.pitch_at_output(self.config.model)
-        if method == "harmonic" and not able:
-            raise ConfigError(
-                "vocoder.method harmonic needs a model that gives its output's F0 (model.kind "
-                "recognition_synthesis with model.decoder parallel, its checkpoint holding the target's "
-                "F0 range); use vocoder.method=griffin_lim"
-            )
-        return method == "harmonic" or (method == "auto" and able)
-
     def normalize_source(self, mels: torch.Tensor, mel_lens: torch.Tensor) -> torch.Tensor:
         """(B, T, n_mels) log-mels, padded -> the encoder's input, per inference.source_warp and
         inference.source_normalization."""
@@ -275,10 +254,7 @@ class Converter:
         # matches the CPU's (CUDA's generator draws another sequence from the same seed).
         generator = torch.Generator().manual_seed(self.seed)
         with record_function("vocoder"):
-            # Where its frames are the input's, so is its F0, in the target's range: harmonics on it
-            # give Griffin-Lim its first phase (vocoder.method).
-            f0 = f0_in_range(extras["pitch"][:, : converted.shape[1]], self.target_log_f0) if self.harmonic() else None
-            audio, audio_lens = self.vocoder(converted, out.lens, generator=generator, f0=f0)
+            audio, audio_lens = self.vocoder(converted, out.lens, generator=generator)
         # Alignment rows: decoder steps of the attention model, output frames of the non-autoregressive one.
         steps = self.kind.alignment_rows(out.lens, self.config.model)
         results = []

@@ -129,12 +129,6 @@ class ModelKind:
         from it."""
         raise NotImplementedError
 
-    def pitch_at_output(self, config: ModelConfig) -> bool:
-        """Whether the output's frames are the input's, one for one, and the network reads the input's
-        pitch: then the input's F0 in the target's range is the output's, and a vocoder may synthesise
-        harmonics on it (vc/audio/harmonic.py)."""
-        return False
-
     def frames_per_row(self, config: ModelConfig) -> int:
         """Output frames per alignment row (the output's alignments are rows x encoder steps)."""
         return 1

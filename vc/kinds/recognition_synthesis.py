@@ -110,9 +110,6 @@ class RecognitionSynthesisKind(ModelKind):
         if model.config.decoder == "attention":
             ATTENTION.prepare_for_conversion(model.synthesizer, inference)
 
-    def pitch_at_output(self, config: ModelConfig) -> bool:
-        return config.decoder == "parallel"  # the attention decoder re-times
-
     def frames_per_row(self, config: ModelConfig) -> int:
         return config.reduction_factor if config.decoder == "attention" else 1
 

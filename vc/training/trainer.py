@@ -104,7 +104,6 @@ class ModelJob(Job):
         self.shown = tuple((label, f"loss/{name}") for label, name in POSTFIX)
         # Ranks draw different dropout masks; DDP copies rank 0's initial weights to all.
         torch.manual_seed(t.seed + self.rank)
-        self.target_log_f0: tuple[float, float] | None = None  # a pitch-reading kind's (_pitch)
         self._load_data()
         self.model = self.kind.build(config.audio.n_mels, config.model).to(self.device)
         self.kind.initialise(self.model, self.durations, self.recognizer)
@@ -179,7 +178,6 @@ class ModelJob(Job):
         if not self.is_main:
             train, dev = (load_f0(path, self.config.audio, cache_dir, progress=False) for path in lists)
         target = log_f0_stats([tgt for _, tgt in train.values()])
-        self.target_log_f0 = target
         log.info(
             "the target's log-F0: mean %.3f (%.0f Hz), deviation %.3f",
             target[0],
@@ -294,8 +292,6 @@ class ModelJob(Job):
                 "source": self.src_stats.to_dict(),
                 "target": self.tgt_stats.to_dict(),
                 "source_codebook": self.source_codebook.to_dict(),
-                # the range the model learnt its target's pitch in: the output's F0 at conversion
-                **({"target_log_f0": list(self.target_log_f0)} if self.target_log_f0 else {}),
             },
         }
 
