@@ -29,7 +29,7 @@ from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.pairs import read_pair_list
 from vc.training.data import Batch
 from vc.training.phonetic import MARKER
-from vc.training.trainer import model_loop, train
+from vc.training.trainer import ModelJob, model_loop, train
 
 SMALL = dict(parallel_decoder_layers=1, parallel_decoder_channels=8, parallel_decoder_kernel=3)
 
@@ -84,6 +84,31 @@ def test_it_learns_from_the_target_alone():
         )
     ]
     assert torch.isfinite(losses[0]) and torch.equal(losses[0], losses[1])
+
+
+def test_it_reads_the_content_of_what_augmentation_made_of_the_target_and_predicts_the_target():
+    """With augment.probability, the content comes from Batch.heard (the target's frames augmented, so
+    the synthesizer learns to make the target's voice from content of other-sounding voices); the frames
+    it must predict stay the target's."""
+    torch.manual_seed(0)
+    config = Config(model=tiny_config("recognition_synthesis", **SMALL))
+    model = RecognitionSynthesisVC(8, config.model).eval()
+    tgt, lens, pitch = torch.randn(2, 6, 8), torch.tensor([6, 4]), torch.randn(2, 6, 2)
+    heard = torch.randn(2, 6, 8)
+    seen = []
+    content = model.content
+    model.content = lambda mels, lens: seen.append(mels) or content(mels, lens)
+    kind = get_kind("recognition_synthesis")
+
+    def loss(**extra):
+        return kind.losses(
+            model, Batch(["a", "b"], tgt, lens, tgt, lens, tgt_pitch=pitch, **extra), config, None
+        )
+
+    plain, augmented = loss(), loss(heard=heard)
+    assert seen[0] is tgt and seen[1] is heard
+    assert torch.equal(loss(heard=tgt).total, plain.total) and not torch.equal(augmented.total, plain.total)
+    assert kind.augments == "target" and get_kind("framewise").augments == "source"
 
 
 def test_training_windows_are_one_slice_of_each_utterance():
@@ -165,6 +190,16 @@ def test_its_checkpoint_carries_the_runs_recognizer_and_converts_alone(trained, 
         assert np.isfinite(sf.read(out)[0]).all()
     finally:
         (tmp_path / "away.pt").rename(exp / "phone_classifier.pt")
+
+
+def test_its_training_batches_augment_what_it_hears_of_the_target_not_the_source(trained, tmp_path):
+    config, _ = trained
+    augmented = config.with_overrides(["augment.probability=1", "augment.freq_mask_width=2"])
+    job = ModelJob(augmented, tmp_path / "exp", progress=False)
+    batch = next(iter(job._loader(0)))
+    prepared = job.prepare(batch)
+    assert torch.equal(prepared.src, batch.src) and torch.equal(prepared.tgt, batch.tgt)
+    assert prepared.heard.shape == batch.tgt.shape and not torch.equal(prepared.heard, batch.tgt)
 
 
 def test_teacher_forcing_resynthesises_the_target(trained):

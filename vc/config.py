@@ -176,7 +176,8 @@ class DataConfig:
 
 @dataclass
 class AugmentConfig:
-    """Source-side augmentation during training (vc/training/augment.py); the target is never changed."""
+    """Source-side augmentation during training (vc/training/augment.py); the target is never changed
+    (a kind that reads the target's own frames has what it hears of them augmented)."""
 
     # Fraction of training source utterances augmented per step; 0 = off (the bdl -> slt default).
     probability: float = 0.0

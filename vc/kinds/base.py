@@ -68,6 +68,10 @@ class ModelKind:
     phonetic_labels: str | None = None
     # Trains on windows of its utterances (train.crop_frames): input and output on one timeline.
     trains_on_crops = False
+    # What augment.probability changes in training (vc/training/augment.py): the source, or, for a kind
+    # whose input is the target's own frames, what it hears of them (Batch.heard; the frames it must
+    # predict stay as they are).
+    augments = "source"
 
     def build(self, n_mels: int, config: ModelConfig) -> nn.Module:
         return self.network(n_mels, config)

@@ -47,6 +47,7 @@ class RecognitionSynthesisKind(ModelKind):
     postfilter_reads_input = False  # teacher-forced, its input is the target it must predict
     phonetic_labels = "target"  # it learns the target's frames at their own timing
     trains_on_crops = True  # the parallel decoder's: content, pitch and frames share one timeline
+    augments = "target"  # its content is read from the target's own frames
 
     def check(self, config: Config) -> None:
         super().check(config)
@@ -86,7 +87,7 @@ class RecognitionSynthesisKind(ModelKind):
         if step is not None and config.train.crop_frames > 0:
             window = random_windows(batch.tgt_lens, config.train.crop_frames, batch.tgt.shape[1])
         # The content of whole utterances (as conversion reads it), then each one's window.
-        out = model(batch.tgt, batch.tgt_lens, batch.tgt_pitch, window=window)
+        out = model(batch.tgt, batch.tgt_lens, batch.tgt_pitch, window=window, heard=batch.heard)
         if window is not None:
             batch = dataclasses.replace(
                 batch,

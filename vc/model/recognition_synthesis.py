@@ -75,12 +75,13 @@ class RecognitionSynthesisVC(nn.Module):
         """The synthesizer's input: content features and the pitch features beside them (B, T, width + 2)."""
         return torch.cat([self.content(mels, lens), pitch[:, : mels.shape[1]].to(mels.dtype)], dim=-1)
 
-    def forward(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, window=None):
+    def forward(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, window=None, heard=None):
         """The input resynthesised (training, teacher forcing): its own frames are the target (the
         attention decoder reads them teacher-forced). FrameWiseOutput or Seq2SeqOutput. ``window`` (B, W)
         frame indices (vc.masks.random_windows; the parallel decoder): the content is read over the whole
-        input, then only each row's window is synthesised."""
-        inputs = self.inputs(mels, lens, pitch)
+        input, then only each row's window is synthesised. ``heard`` (B, T, n_mels): the frames whose
+        content is read, where not ``mels`` themselves (augmented in training: vc/training/augment.py)."""
+        inputs = self.inputs(mels if heard is None else heard, lens, pitch)
         if window is not None:
             inputs, lens = take_frames(inputs, window), lens.clamp(max=window.shape[1])
         if self.config.decoder == "attention":

@@ -14,7 +14,11 @@ the way such voices differ, all as batched tensor ops:
 - SpecAugment masks (Park et al. 2019): a few bands and frame spans set to the
   speaker mean, so no single region carries the content alone.
 
-The target side is never touched: the model must still produce slt.
+The target side is never touched: the model must still produce slt. A kind whose input is the
+target's own frames (the recognition-synthesis converter: ModelKind.augments "target") has what it
+hears of them augmented instead (Batch.heard), the frames it must predict kept: it learns to make the
+target's voice from content read in other-sounding voices (docs/ablation.md, "The recognizer hears
+the target augmented").
 """
 
 from __future__ import annotations

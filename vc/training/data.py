@@ -217,6 +217,9 @@ class Batch:
     phones: torch.Tensor | None = None  # (B, T) phone labels of the phonetic loss, IGNORE on padding
     src_pitch: torch.Tensor | None = None  # (B, T_src, 2) pitch features (vc/audio/pitch.py), 0 on padding
     tgt_pitch: torch.Tensor | None = None  # (B, T_tgt, 2)
+    # The target's frames as a kind that reads the target's own content hears them in training, augmented
+    # (vc/training/augment.py, a kind with augments "target"); None: tgt itself.
+    heard: torch.Tensor | None = None  # (B, T_tgt, n_mels)
 
     def to(self, device) -> Batch:
         tensors = (getattr(self, field.name) for field in dataclasses.fields(self)[1:])

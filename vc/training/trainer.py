@@ -150,7 +150,13 @@ class ModelJob(Job):
         self.loss_extras = {"critic": self.recognizer} if weight > 0 else {}
         augment = self.config.augment
         self.augment = (
-            SourceAugment(augment, self.config.audio, self.src_stats) if augment.probability > 0 else None
+            SourceAugment(
+                augment,
+                self.config.audio,
+                self.tgt_stats if self.kind.augments == "target" else self.src_stats,
+            )
+            if augment.probability > 0
+            else None
         )
 
     def _durations(self, train, dev) -> dict[str, torch.Tensor] | None:
@@ -259,7 +265,9 @@ class ModelJob(Job):
         """A training batch on the device, augmented (training batches only: dev losses stay comparable
         across runs)."""
         batch = batch.to(self.device)
-        if self.augment is not None:
+        if self.augment is not None and self.kind.augments == "target":
+            batch = dataclasses.replace(batch, heard=self.augment(batch.tgt, batch.tgt_lens))
+        elif self.augment is not None:
             batch = dataclasses.replace(batch, src=self.augment(batch.src, batch.src_lens))
         return batch
 
