@@ -36,7 +36,7 @@ SMALL = dict(parallel_decoder_layers=1, parallel_decoder_channels=8, parallel_de
 
 def test_one_output_frame_per_input_frame_and_a_padded_item_computes_as_alone():
     torch.manual_seed(0)
-    for content in ("posteriors", "hidden"):
+    for content in ("posteriors", "hidden", "hidden_norm"):
         model = RecognitionSynthesisVC(
             8, tiny_config("recognition_synthesis", content=content, **SMALL)
         ).eval()
@@ -46,6 +46,11 @@ def test_one_output_frame_per_input_frame_and_a_padded_item_computes_as_alone():
         torch.testing.assert_close(features[1, :5], model.content(mels[1:, :5], lens[1:])[0])
         if content == "posteriors":
             torch.testing.assert_close(features.sum(-1), torch.ones(2, 9))
+        if content == "hidden_norm":  # each channel standardised over the item's own frames only
+            torch.testing.assert_close(features[1, :5].mean(0), torch.zeros(features.shape[-1]))
+            spread = features[1, :5].std(0, unbiased=False)  # 1 up to the variance's epsilon
+            torch.testing.assert_close(spread, torch.ones_like(spread), rtol=0, atol=1e-2)
+            assert not features[1, 5:].any()
         pitch = torch.randn(2, 9, 2)
         out = model.inference(mels, lens, InferenceConfig(), pitch=pitch)
         assert out.after.shape == (2, 9, 8) and out.lens.tolist() == [9, 5]
