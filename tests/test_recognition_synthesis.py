@@ -43,7 +43,10 @@ def test_one_output_frame_per_input_frame_and_a_padded_item_computes_as_alone():
         mels, lens = torch.randn(2, 9, 8), torch.tensor([9, 5])
         features = model.content(mels, lens)
         assert features.shape[:2] == (2, 9)
-        torch.testing.assert_close(features[1, :5], model.content(mels[1:, :5], lens[1:])[0])
+        # standardising divides by each channel's spread over 5 frames, which magnifies the last-bit
+        # differences of a batched GRU (1.8e-5 seen on the CI machine); padding leaking in moves it by ~0.1
+        tolerance = dict(rtol=1e-4, atol=1e-4) if content == "hidden_norm" else {}
+        torch.testing.assert_close(features[1, :5], model.content(mels[1:, :5], lens[1:])[0], **tolerance)
         if content == "posteriors":
             torch.testing.assert_close(features.sum(-1), torch.ones(2, 9))
         if content == "hidden_norm":  # each channel standardised over the item's own frames only
