@@ -94,44 +94,6 @@ def test_it_learns_from_the_target_alone():
     assert torch.isfinite(losses[0]) and torch.equal(losses[0], losses[1])
 
 
-def test_pair_steps_read_the_source_timed_onto_the_targets_frames():
-    """model.pair_weight: that share of training steps synthesise the target's frames from the source's
-    content, each source frame repeated by its duration; the dev loss stays the target's resynthesis."""
-    torch.manual_seed(0)
-    config = Config(model=tiny_config("recognition_synthesis", **SMALL)).with_overrides(
-        ["model.pair_weight=0.5"]
-    )
-    model = RecognitionSynthesisVC(8, config.model).eval()
-    src, src_lens, src_pitch = torch.randn(2, 5, 8), torch.tensor([5, 3]), torch.randn(2, 5, 2)
-    durations = torch.tensor([[1, 2, 0, 1, 3], [2, 1, 1, 0, 0]])  # sums 7 and 4: the targets' lengths
-    tgt, tgt_lens, tgt_pitch = torch.randn(2, 7, 8), torch.tensor([7, 4]), torch.randn(2, 7, 2)
-    out = model.from_source(src, src_lens, src_pitch, durations)
-    # Item 1's frames read source frames 0, 0, 1, 2 (durations 2, 1, 1), as if they were its input.
-    assert out.after.shape == (2, 7, 8)
-    content = model.inputs(src, src_lens, src_pitch)
-    torch.testing.assert_close(
-        model.synthesizer(content[1:, [0, 0, 1, 2]], torch.tensor([4])).after, out.after[1:, :4]
-    )
-    kind = get_kind("recognition_synthesis")
-    batch = Batch(
-        ["a", "b"], src, src_lens, tgt, tgt_lens, durations, src_pitch=src_pitch, tgt_pitch=tgt_pitch
-    )
-    read = [kind.reads_pair(config, step) for step in range(200)]
-    assert 70 < sum(read) < 130 and read == [kind.reads_pair(config, step) for step in range(200)]
-    pair_step, own_step = read.index(True), read.index(False)
-    plain = config.with_overrides(["model.pair_weight=0"])
-    assert not torch.equal(
-        kind.losses(model, batch, config, pair_step).total, kind.losses(model, batch, plain, pair_step).total
-    )
-    assert torch.equal(
-        kind.losses(model, batch, config, own_step).total, kind.losses(model, batch, plain, own_step).total
-    )
-    assert torch.equal(
-        kind.losses(model, batch, config, None).total, kind.losses(model, batch, plain, None).total
-    )
-    assert kind.reads_durations(config) and not kind.reads_durations(plain)
-
-
 def test_it_reads_the_content_of_what_augmentation_made_of_the_target_and_predicts_the_target():
     """With augment.probability, the content comes from Batch.heard (the target's frames augmented, so
     the synthesizer learns to make the target's voice from content of other-sounding voices); the frames
@@ -286,11 +248,6 @@ def test_it_needs_phones_and_a_known_content(trained, tmp_path):
     attention = config.with_overrides(["model.decoder=attention", "train.crop_frames=64"])
     with pytest.raises(ConfigError, match="crop_frames needs model.decoder parallel"):
         model_loop(attention, tmp_path / "e", progress=False)
-    attention = config.with_overrides(
-        ["model.decoder=attention", "train.crop_frames=0", "model.pair_weight=0.3"]
-    )
-    with pytest.raises(ConfigError, match="pair_weight needs model.decoder parallel"):
-        model_loop(attention, tmp_path / "g", progress=False)
     student = config.with_overrides(["model.kind=framewise", "train.crop_frames=64"])
     with pytest.raises(ConfigError, match="crop_frames needs input and output on one timeline"):
         model_loop(student, tmp_path / "f", progress=False)

@@ -101,10 +101,6 @@ class ModelKind:
                 "set train.phonetic_weight=0 to train without the phonetic loss"
             )
 
-    def reads_durations(self, config: Config) -> bool:
-        """Whether training loads data.durations: a kind timed by them, or one that uses them by a setting."""
-        return self.needs_durations
-
     def initialise(
         self, model: nn.Module, durations: dict[str, torch.Tensor] | None, recognizer: nn.Module | None = None
     ) -> None:

@@ -14,7 +14,6 @@ converted.
 from __future__ import annotations
 
 import dataclasses
-import random
 from dataclasses import dataclass
 
 from vc.config import Config, InferenceConfig, ModelConfig
@@ -38,9 +37,6 @@ class RecognitionSynthesisConfig(ParallelDecoderConfig, AttentionConfig):
     content: str = "posteriors"  # posteriors, hidden (the recognizer's last layer) or hidden_norm (that
     # layer, each channel standardised over the utterance)
     decoder: str = "parallel"  # parallel (one frame per input frame) or attention (Tacotron's; re-times)
-    # The share of training steps that read the source's content instead of the target's own, timed onto
-    # the target's frames by data.durations (the parallel decoder): inputs like conversion's. 0 = none.
-    pair_weight: float = 0.0
 
 
 class RecognitionSynthesisKind(ModelKind):
@@ -69,12 +65,6 @@ class RecognitionSynthesisKind(ModelKind):
                 "train.crop_frames needs model.decoder parallel (the attention decoder learns where an "
                 "utterance stops); set it to 0"
             )
-        if config.model.decoder == "attention" and config.model.pair_weight > 0:
-            raise ConfigError(
-                "model.pair_weight needs model.decoder parallel (the pairs timed frame by frame)"
-            )
-        if not 0 <= config.model.pair_weight <= 1:
-            raise ConfigError(f"model.pair_weight must be in [0, 1], got {config.model.pair_weight}")
         if config.model.content not in CONTENTS:
             raise ConfigError(
                 f"model.content must be one of {', '.join(CONTENTS)}, got {config.model.content!r}"
@@ -84,9 +74,6 @@ class RecognitionSynthesisKind(ModelKind):
                 "model.kind recognition_synthesis needs data.phones (the alignments of vc durations "
                 "--phones): its phone recognizer learns from them"
             )
-
-    def reads_durations(self, config: Config) -> bool:
-        return config.model.pair_weight > 0
 
     def initialise(self, model, durations, recognizer=None) -> None:
         model.load_recognizer(recognizer)
@@ -101,12 +88,7 @@ class RecognitionSynthesisKind(ModelKind):
         if step is not None and config.train.crop_frames > 0:
             window = random_windows(batch.tgt_lens, config.train.crop_frames, batch.tgt.shape[1])
         # The content of whole utterances (as conversion reads it), then each one's window.
-        if self.reads_pair(config, step):
-            out = model.from_source(
-                batch.src, batch.src_lens, batch.src_pitch, batch.durations, window=window
-            )
-        else:
-            out = model(batch.tgt, batch.tgt_lens, batch.tgt_pitch, window=window, heard=batch.heard)
+        out = model(batch.tgt, batch.tgt_lens, batch.tgt_pitch, window=window, heard=batch.heard)
         if window is not None:
             batch = dataclasses.replace(
                 batch,
@@ -125,17 +107,6 @@ class RecognitionSynthesisKind(ModelKind):
             out.after, batch.tgt, batch.tgt_lens
         )
         return with_phonetic(SpectralLosses(spectral, spectral), critic, out.after, batch, config)
-
-    @staticmethod
-    def reads_pair(config: Config, step: int | None) -> bool:
-        """Whether a training step reads the source (model.pair_weight of them, drawn by seed and step, so
-        a resumed run draws the same); the dev loss is always the targets' resynthesis."""
-        weight = config.model.pair_weight
-        return (
-            step is not None
-            and weight > 0
-            and random.Random(config.train.seed * 1_000_003 + step).random() < weight
-        )
 
     def prepare_for_conversion(self, model, inference: InferenceConfig) -> None:
         if model.config.decoder == "attention":

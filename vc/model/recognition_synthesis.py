@@ -29,7 +29,6 @@ from vc.audio.pitch import FEATURES as PITCH_FEATURES
 from vc.config import InferenceConfig, ModelConfig
 from vc.masks import make_pad_mask, take_frames
 from vc.model.framewise import FrameWiseVC
-from vc.model.nonautoregressive import length_regulate
 from vc.model.phone_classifier import PHONES, PhoneClassifier
 from vc.model.seq2seq import Seq2SeqVC
 
@@ -99,15 +98,6 @@ class RecognitionSynthesisVC(nn.Module):
             inputs, lens = take_frames(inputs, window), lens.clamp(max=window.shape[1])
         if self.config.decoder == "attention":
             return self.synthesizer(inputs, lens, mels, lens)
-        return self.synthesizer(inputs, lens)
-
-    def from_source(self, src, src_lens, src_pitch, durations, window=None):
-        """The target's frames from the source's content (training on the pairs, the parallel decoder):
-        each source frame's inputs repeated ``durations`` (B, T_src) times, onto the target's timeline
-        (data.durations of factor 1, summing to the target's lengths); ``window`` as in forward."""
-        inputs, _, _, lens = length_regulate(self.inputs(src, src_lens, src_pitch), durations)
-        if window is not None:
-            inputs, lens = take_frames(inputs, window), lens.clamp(max=window.shape[1])
         return self.synthesizer(inputs, lens)
 
     @torch.no_grad()

@@ -161,7 +161,7 @@ class ModelJob(Job):
 
     def _durations(self, train, dev) -> dict[str, torch.Tensor] | None:
         """The durations a kind trains on (data.durations), checked against the features; else None."""
-        if not (self.kind.needs_durations or self.kind.reads_durations(self.config)):
+        if not self.kind.needs_durations:
             return None
         if not self.config.data.durations:
             raise DataError(
