@@ -374,6 +374,27 @@ def serve_lines(serve: dict, load: dict) -> list[str]:
     return lines
 
 
+def vocoder_lines(voc: dict, load: dict) -> list[str]:
+    rows = [
+        [c["vocoder"], c["threads"], c["batch_size"], f"{c['rtf']:.3f}", f"{c['peak_rss_mb']:.0f}",
+         f"{c['load_seconds']:.2f}"]
+        for c in voc["cells"]
+    ]  # fmt: skip
+    lines = [
+        "",
+        f"7. Vocoders: the whole conversion's RTF with each ({voc['cells'][0]['utterances'] if voc['cells'] else 0} "
+        f"eval utterances, {voc['model']}) {busy(load)}",
+        *table(["vocoder", "threads", "batch", "RTF", "peak memory [MB]", "load [s]"], rows, left=1),
+    ]
+    for name, cold in voc["cold_start"].items():
+        lines.append(
+            f"   cold start `vc convert --vocoder {name}` (3 s input): median {cold['median_s']:.2f} s, "
+            f"min {cold['min_s']:.2f} s ({cold['repeats']} runs)"
+        )
+    lines += [f"   skipped: {why}" for why in voc["skipped"]]
+    return lines
+
+
 def _mb(value) -> str:
     return "-" if value is None else f"{value:.0f}"
 
@@ -386,6 +407,7 @@ def render(results: dict) -> str:
         "training": training_lines,
         "cold_start": cold_start_lines,
         "serve": serve_lines,
+        "vocoder": vocoder_lines,
     }
     for name, write in writers.items():
         if name in results:

@@ -1,4 +1,4 @@
-"""CPU benchmark of vc: conversion speed, Griffin-Lim, training throughput, cold start.
+"""CPU benchmark of vc: conversion speed, Griffin-Lim, training throughput, cold start, the vocoders.
 
     python bench/run.py [--quick] [--json OUT.json] [--checkpoint best.pt] [--db_root DIR]
 
@@ -28,6 +28,9 @@ when that background load is about 0 %.
 4. Cold start: `vc convert in.wav out.wav` with the bundled model in a new process, 3 s input.
 5. `vc serve`: cold start until the page answers, then latency (p50, p95) and requests per minute for a
    3 s recording with 1, 4 and 16 concurrent clients (bench/serve_load.py; needs the serve extra).
+6. Vocoders: the whole conversion's RTF through Griffin-Lim and through HiFi-GAN (the neural extra), at
+   batch 1 and 8 on 1 and 2 threads, each in a fresh process with its peak memory, and each one's cold
+   start (bench/vocoder_rtf.py; --checkpoint's model, else the bundled one).
 
 Goals (printed met / NOT MET): convert RTF <= 0.05 on 2 cores; Griffin-Lim >= 3x faster than
 librosa at equal or better spectral convergence; cold start < 3 s. A missed goal gets a
@@ -59,7 +62,7 @@ from benchlib import (
     resolve_checkpoint,
 )
 
-SECTIONS = ("convert", "griffinlim", "training", "cold_start", "serve")
+SECTIONS = ("convert", "griffinlim", "training", "cold_start", "serve", "vocoder")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -110,6 +113,7 @@ def measure(setup: Setup, sections: list[str]) -> dict:
     from griffinlim_speed import measure_griffinlim
     from serve_load import measure_serve
     from train_throughput import measure_training
+    from vocoder_rtf import measure_vocoders
 
     runners = {
         "convert": convert_both,
@@ -117,6 +121,7 @@ def measure(setup: Setup, sections: list[str]) -> dict:
         "training": measure_training,
         "cold_start": measure_cold_start,
         "serve": measure_serve,
+        "vocoder": lambda s: measure_vocoders(s, in_fresh_process),
     }
     results, background = {}, {}
     for name in SECTIONS:

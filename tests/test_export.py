@@ -16,12 +16,13 @@ from tests.helpers import speech_like
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.artifacts.export import EMBEDDED_MEL2LINEAR_KEY, export_model
-from vc.artifacts.mel2linear import COMPANION_NAME, build_vocoder, save_mel2linear
+from vc.artifacts.mel2linear import COMPANION_NAME, save_mel2linear
 from vc.artifacts.pretrained import get_model, list_models, model_path
 from vc.cli import main
 from vc.errors import CheckpointError
 from vc.evaluation.systems import CEILING, ceiling_vocoders
 from vc.model.mel2linear import Mel2Linear
+from vc.vocoders import build_vocoder
 
 
 def _with_network(path, config):

@@ -2,7 +2,7 @@
 
 Every `import vc...` / `from vc... import` in vc/, at the top of a module or inside a
 function, is an edge of the module graph. A module may import only from its own layer's
-folder or a lower layer (cli -> training -> evaluation -> inference -> kinds -> artifacts ->
+folder or a lower layer (cli -> training -> evaluation -> inference -> kinds, vocoders -> artifacts ->
 model / audio -> the base modules), and the graph has no cycle.
 """
 
@@ -21,7 +21,7 @@ LAYERS = {
     "vc.pairs": 0, "vc.plotting": 0, "vc.masks": 0,
     "vc.audio": 1, "vc.model": 1,
     "vc.artifacts": 2,
-    "vc.kinds": 3,
+    "vc.kinds": 3, "vc.vocoders": 3,
     "vc.inference": 4,
     "vc.evaluation": 5,
     "vc.training": 6, "vc.listening": 6, "vc.serving": 6,

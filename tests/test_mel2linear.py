@@ -14,7 +14,6 @@ from tests.helpers import speech_like, tensorboard_scalars, write_pair_list
 from vc import Converter
 from vc.artifacts.mel2linear import (
     COMPANION_NAME,
-    build_vocoder,
     find_mel2linear,
     load_companion_mel2linear,
     save_mel2linear,
@@ -25,6 +24,7 @@ from vc.config import AudioConfig, VocoderConfig
 from vc.errors import CheckpointError
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.training.mel2linear import masked_l1, spectral_convergence_loss
+from vc.vocoders import build_vocoder
 
 N_MELS, N_BINS = 6, 9
 SMALL = AudioConfig(sample_rate=8000, n_fft=256, win_length=256, hop_length=64, n_mels=N_MELS, fmax=4000.0)

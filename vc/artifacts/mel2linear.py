@@ -20,8 +20,7 @@ from vc.artifacts.companion import (
     read_network_payload,
     save_network,
 )
-from vc.audio.griffin_lim import GriffinLimVocoder
-from vc.config import AudioConfig, Config
+from vc.config import AudioConfig
 from vc.model.mel2linear import Mel2Linear
 
 log = logging.getLogger(__name__)
@@ -77,17 +76,3 @@ def load_companion_mel2linear(
     else:
         log.debug("vocoder: mel -> linear by the network %s", where)
     return net
-
-
-def build_vocoder(
-    config: Config,
-    checkpoint: str | Path | None = None,
-    mel2linear: str | Path | bool | None = None,
-    device: str | torch.device = "cpu",
-) -> GriffinLimVocoder:
-    """The Griffin-Lim vocoder `vc convert` uses with ``checkpoint`` (same network, same fallback).
-
-    ``mel2linear=False`` gives the pseudo-inverse path whatever lies beside the checkpoint.
-    """
-    net = load_companion_mel2linear(config.audio, checkpoint, mel2linear, device)
-    return GriffinLimVocoder(config.audio, config.vocoder, net).to(device)

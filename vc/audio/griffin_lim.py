@@ -371,14 +371,50 @@ def spectral_convergence(
     )
 
 
+class Magnitude(torch.nn.Module):
+    """Log-mel (as made by vc.audio.LogMel) to linear STFT magnitude: the first half of every vocoder.
+
+    By ``mel2linear`` (vc.model.mel2linear, a network trained on the target speaker; Tacotron's
+    post-network) when given, else through the filterbank pseudo-inverse refined by NNLS_STEPS
+    projected-gradient steps of non-negative least squares. ``power`` sharpens the magnitude
+    (Tacotron, Wang et al. 2017, uses 1.2-1.5 before Griffin-Lim).
+
+    Shapes:
+        logmel: (B, frames, n_mels); frame_lens: (B,)
+        returns: (B, n_fft // 2 + 1, frames) magnitude
+    """
+
+    def __init__(self, audio: AudioConfig, mel2linear: torch.nn.Module | None = None):
+        super().__init__()
+        self.audio = audio
+        basis = mel_basis(audio)
+        pinv = np.linalg.pinv(basis.astype(np.float64)).astype(np.float32)
+        self.register_buffer("basis", torch.from_numpy(basis), persistent=False)
+        self.register_buffer("basis_pinv", torch.from_numpy(pinv), persistent=False)
+        self.nnls_step = nnls_step(basis)
+        # (B, frames, n_mels) log-mel -> (B, frames, n_fft // 2 + 1) log10 magnitude, or None.
+        self.mel2linear = mel2linear.eval() if mel2linear is not None else None
+
+    @torch.no_grad()
+    def forward(self, logmel: torch.Tensor, frame_lens: torch.Tensor, power: float = 1.0) -> torch.Tensor:
+        a = self.audio
+        if self.mel2linear is not None:
+            log_magnitude = self.mel2linear(logmel.float(), frame_lens).transpose(1, 2)
+            return torch.pow(10.0, log_magnitude * power)
+        mel = torch.pow(a.log_base, logmel.float())  # LogMel stored log_base(max(mel, floor))
+        linear = mel_to_linear(
+            mel, self.basis_pinv, basis=self.basis, nnls_steps=NNLS_STEPS, step=self.nnls_step
+        )
+        # A power spectrogram under the filterbank comes back as power: the root
+        # gives the magnitude, and both exponents fold into one.
+        return linear.pow(power / a.spectrogram_power)
+
+
 class GriffinLimVocoder(torch.nn.Module):
     """Log-mel (as made by vc.audio.LogMel) to waveform with Griffin-Lim.
 
-    Mel -> linear by ``mel2linear`` (vc.model.mel2linear, a network trained on
-    the target speaker; Tacotron's post-network) when given, else through the
-    filterbank pseudo-inverse refined by NNLS_STEPS
-    projected-gradient steps of non-negative least squares, magnitude sharpened by ``vocoder.magnitude_power``
-    (Tacotron, Wang et al. 2017, uses 1.2-1.5), then fast Griffin-Lim (Perraudin
+    Mel -> linear magnitude by ``Magnitude`` (the network ``mel2linear`` when given, else the
+    filterbank inverse), sharpened by ``vocoder.magnitude_power``, then fast Griffin-Lim (Perraudin
     et al. 2013) from a random phase. Runs wherever its buffers are; a padded
     batch gives each item exactly what it would give alone with the same phase.
 
@@ -399,13 +435,11 @@ class GriffinLimVocoder(torch.nn.Module):
         self.audio = audio
         self.vocoder = vocoder
         self.register_buffer("window", torch.hann_window(audio.win_length), persistent=False)
-        basis = mel_basis(audio)
-        pinv = np.linalg.pinv(basis.astype(np.float64)).astype(np.float32)
-        self.register_buffer("basis", torch.from_numpy(basis), persistent=False)
-        self.register_buffer("basis_pinv", torch.from_numpy(pinv), persistent=False)
-        self.nnls_step = nnls_step(basis)
-        # (B, frames, n_mels) log-mel -> (B, frames, n_fft // 2 + 1) log10 magnitude, or None.
-        self.mel2linear = mel2linear.eval() if mel2linear is not None else None
+        self.magnitude = Magnitude(audio, mel2linear)
+
+    @property
+    def mel2linear(self) -> torch.nn.Module | None:
+        return self.magnitude.mel2linear
 
     @torch.no_grad()
     def forward(
@@ -418,17 +452,7 @@ class GriffinLimVocoder(torch.nn.Module):
         batch, frames, _ = logmel.shape
         if frame_lens is None:
             frame_lens = torch.full((batch,), frames, dtype=torch.long, device=logmel.device)
-        if self.mel2linear is not None:
-            log_magnitude = self.mel2linear(logmel.float(), frame_lens).transpose(1, 2)
-            magnitude = torch.pow(10.0, log_magnitude * v.magnitude_power)
-        else:
-            mel = torch.pow(a.log_base, logmel.float())  # LogMel stored log_base(max(mel, floor))
-            linear = mel_to_linear(
-                mel, self.basis_pinv, basis=self.basis, nnls_steps=NNLS_STEPS, step=self.nnls_step
-            )
-            # A power spectrogram under the filterbank comes back as power: the root
-            # gives the magnitude, and both exponents fold into one.
-            magnitude = linear.pow(v.magnitude_power / a.spectrogram_power)
+        magnitude = self.magnitude(logmel, frame_lens, v.magnitude_power)
         waves = griffin_lim(
             magnitude,
             n_fft=a.n_fft,

@@ -121,3 +121,7 @@ def section_overrides(args, section: str) -> list[str]:
         if getattr(args, f.name, None) is not None
     }
     return [f"{section}.{key}={value}" for key, value in given.items()] + list(args.set)
+
+
+# vc.vocoders.VOCODERS' names, written out so that the parsers import no torch (a test checks they agree).
+VOCODER_CHOICES = ("griffin-lim", "hifigan")

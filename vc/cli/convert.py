@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from vc.cli.common import add_command, add_overwrite, positive_int
+from vc.cli.common import VOCODER_CHOICES, add_command, add_overwrite, positive_int
 
 EXAMPLE = (
     "vc convert in.wav out.wav    |    "
@@ -30,6 +30,17 @@ def add_parser(commands) -> None:
     sub.add_argument("--out-dir", help="write DIR/<input name>.wav for every input")
     add_overwrite(sub, "output (OUT, a file in DIR, an alignment)")
     sub.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
+    sub.add_argument(
+        "--vocoder",
+        choices=VOCODER_CHOICES,
+        help="griffin-lim (built in; default) or hifigan (a pretrained HiFi-GAN: the [neural] extra)",
+    )
+    sub.add_argument(
+        "--vocoder-checkpoint",
+        metavar="FILE",
+        help="a HiFi-GAN generator checkpoint (jik876/hifi-gan's format) for --vocoder hifigan "
+        "(default: the universal V1 generator of the [neural] extra)",
+    )
     sub.add_argument(
         "--griffin-lim-iters", type=int, help="Griffin-Lim iterations (default: from the checkpoint)"
     )
@@ -79,10 +90,12 @@ def _add_companions(sub) -> None:
 def run(args) -> None:
     import torch
 
-    from vc.errors import AudioError
+    from vc.errors import AudioError, ConfigError
     from vc.inference import Converter, convert_files
     from vc.inference.files import convert_threads, plan_conversion
 
+    if args.vocoder_checkpoint and args.vocoder == "griffin-lim":
+        raise ConfigError("--vocoder-checkpoint is a HiFi-GAN generator: use it with --vocoder hifigan")
     torch.set_num_threads(convert_threads(args.threads))
     overrides = list(args.overrides)
     if args.griffin_lim_iters is not None:
@@ -97,6 +110,8 @@ def run(args) -> None:
         overrides=overrides,
         mel2linear=mel2linear,
         postfilter=postfilter,
+        vocoder=args.vocoder,
+        vocoder_checkpoint=args.vocoder_checkpoint,
     )
     failures = convert_files(
         converter,

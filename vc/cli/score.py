@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vc.cli.common import add_command, add_overwrite, positive_int
+from vc.cli.common import VOCODER_CHOICES, add_command, add_overwrite, positive_int
 
 EXAMPLE = "vc score --converted EXP/converted/eval --reference slt/wav --source bdl/wav --json scores.json"
 
@@ -35,7 +35,14 @@ def add_parser(commands) -> None:
     )
     sub.add_argument("--text", help="transcripts: utt_id<TAB>text, or an ARCTIC txt.done.data")
     sub.add_argument("--train-list", help="pair list whose source/target files give the speaker centroids")
-    sub.add_argument("--no-ceiling", action="store_true", help="skip the Griffin-Lim ceiling row")
+    sub.add_argument("--no-ceiling", action="store_true", help="skip the ceiling rows")
+    sub.add_argument(
+        "--vocoders",
+        type=vocoder_list,
+        default=["griffin-lim"],
+        metavar="NAME[,NAME]",
+        help="a ceiling row through each vocoder: griffin-lim, hifigan (default griffin-lim)",
+    )
     sub.add_argument("--ceiling-dir", help="keep the ceiling's resynthesised files in this folder")
     sub.add_argument("--no-natural", action="store_true", help="skip the natural target row")
     sub.add_argument("--name", default="model", help="the converted folder's row name (default model)")
@@ -62,6 +69,15 @@ def add_parser(commands) -> None:
     sub.set_defaults(func=run)
 
 
+def vocoder_list(text: str) -> list[str]:
+    """ "griffin-lim,hifigan" -> the names, each one of --vocoder's choices."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in VOCODER_CHOICES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"expected names among {', '.join(VOCODER_CHOICES)}, got {text!r}")
+    return names
+
+
 def run(args) -> None:
     import json
 
@@ -82,6 +98,7 @@ def run(args) -> None:
         text=args.text,
         train_list=args.train_list,
         ceiling=not args.no_ceiling,
+        vocoders=args.vocoders,
         ceiling_dir=args.ceiling_dir,
         natural=not args.no_natural,
         name=args.name,

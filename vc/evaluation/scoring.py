@@ -336,13 +336,15 @@ def resynthesize_folder(
     config: Config,
     progress: bool = True,
     out_dir: str | Path | None = None,
-    vocoder: GriffinLimVocoder | None = None,
+    vocoder: torch.nn.Module | None = None,
+    title: str = "ceiling",
 ) -> Iterator[Path]:
     """Yield a folder holding <utt>.wav = vocoder(log-mel(reference <utt>)).
 
     The folder is ``out_dir`` when given (kept, e.g. for the listening report),
     else a temporary one. ``vocoder`` defaults to the pseudo-inverse Griffin-Lim
-    path of the config; pass the one `vc convert` uses so the ceiling moves with it.
+    path of the config; pass the one `vc convert` uses so the ceiling moves with it. ``title``
+    names the row in the progress bar.
     """
     references = files_by_utterance(Path(reference_dir), "reference")
     features = LogMel(config.audio)
@@ -354,9 +356,7 @@ def resynthesize_folder(
         else:
             folder = Path(out_dir)
             folder.mkdir(parents=True, exist_ok=True)
-        for utt in show_progress(
-            sorted(utt_ids), desc="Griffin-Lim ceiling", unit="utt", disable=not progress
-        ):
+        for utt in show_progress(sorted(utt_ids), desc=title, unit="utt", disable=not progress):
             speech = read_speech(references[utt], config.audio)
             with torch.no_grad():
                 mel, mel_lens = features(torch.from_numpy(speech.wave)[None])

@@ -5,7 +5,8 @@ more systems            each --system NAME=DIR folder, scored as the converted o
                         (e.g. the classical peer of vc gmm-peer, another model);
 no conversion (source)  the source speaker's recordings (the floor);
 Griffin-Lim ceiling     the target's recordings through the log-mel + vocoder
-                        path `vc convert` uses (the best this vocoder allows);
+                        path `vc convert` uses (the best this vocoder allows); one
+                        such row per vocoder asked for (HiFi-GAN ceiling, ...);
 natural target          the target's recordings themselves.
 
 Each row gets every metric, so each number has its floor and ceilings beside it.
@@ -20,18 +21,26 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+import torch
+
 import vc.kinds  # noqa: F401  (registers the model sections a config is read with)
 from vc.audio import AUDIO_FORMATS
-from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import Config, load_config
 from vc.errors import DataError
 from vc.evaluation.scoring import System, files_by_utterance, resynthesize_folder, score_systems
 from vc.evaluation.transcripts import find_transcripts, read_transcripts
 from vc.pairs import read_pair_list
+from vc.vocoders import VOCODERS, build_vocoder, vocoder_name
 
 log = logging.getLogger(__name__)
 
-MODEL, SOURCE, CEILING, NATURAL = "model", "no conversion (source)", "Griffin-Lim ceiling", "natural target"
+MODEL, SOURCE, NATURAL = "model", "no conversion (source)", "natural target"
+CEILING = "Griffin-Lim ceiling"  # the built-in vocoder's; ceiling_row names each vocoder's
+
+
+def ceiling_row(vocoder: str) -> str:
+    """The ceiling row of a vocoder: "Griffin-Lim ceiling", "HiFi-GAN ceiling"."""
+    return f"{VOCODERS[vocoder_name(vocoder)].title} ceiling"
 
 
 def _speaker_files(train_list: str | Path | None) -> dict[str, list[Path]] | None:
@@ -41,20 +50,22 @@ def _speaker_files(train_list: str | Path | None) -> dict[str, list[Path]] | Non
     return {"target": [p.target for p in pairs], "source": [p.source for p in pairs]}
 
 
-def ceiling_vocoders(config: Config, checkpoint: str | Path | None) -> dict[str, GriffinLimVocoder]:
-    """Row name -> vocoder for the Griffin-Lim ceiling rows.
+def ceiling_vocoders(
+    config: Config, checkpoint: str | Path | None, vocoders: Iterable[str] = ("griffin-lim",)
+) -> dict[str, torch.nn.Module]:
+    """Row name -> vocoder for the ceiling rows, one per vocoder in ``vocoders``.
 
-    The first row uses the path `vc convert` uses with ``checkpoint`` (the
-    mel -> linear network inside an exported model file or beside a training
-    checkpoint, when there is one), so the ceiling moves with the vocoder; with
-    a network, a second row keeps the pseudo-inverse path so the network's gain
-    stays visible.
+    Each row uses the path `vc convert` uses with ``checkpoint`` and that vocoder (the mel ->
+    linear network inside an exported model file or beside a training checkpoint, when there is
+    one), so the ceiling moves with the vocoder; with a network, Griffin-Lim's second row keeps the
+    pseudo-inverse path so the network's gain stays visible.
     """
-    from vc.artifacts.mel2linear import build_vocoder
-
-    rows = {CEILING: build_vocoder(config, checkpoint)}
-    if rows[CEILING].mel2linear is not None:
-        rows[f"{CEILING} (pseudo-inverse)"] = build_vocoder(config, checkpoint, mel2linear=False)
+    rows = {}
+    for name in vocoders:
+        row = ceiling_row(name)
+        rows[row] = build_vocoder(config, checkpoint, kind=name)
+        if vocoder_name(name) == "griffin-lim" and rows[row].mel2linear is not None:
+            rows[f"{row} (pseudo-inverse)"] = build_vocoder(config, checkpoint, mel2linear=False, kind=name)
     return rows
 
 
@@ -68,6 +79,7 @@ def score_against_references(
     text: str | Path | None = None,
     train_list: str | Path | None = None,
     ceiling: bool = True,
+    vocoders: Iterable[str] = ("griffin-lim",),
     ceiling_dir: str | Path | None = None,
     natural: bool = True,
     name: str = MODEL,
@@ -81,6 +93,7 @@ def score_against_references(
     ``name`` is the model row's name. ``extra_systems``, (row name, folder) pairs, are more rows
     (a classical peer, another model) scored exactly as ``converted``, listed right after it.
     The result's "model_row" says which row is the model (the listening report reads it).
+    ``vocoders``: a ceiling row through each (with ``ceiling``).
     """
     config = load_config(config_path, stored=True) if config_path else Config()
     text = text or find_transcripts(reference)
@@ -99,12 +112,14 @@ def score_against_references(
         systems.append(System(SOURCE, Path(source)))
     with contextlib.ExitStack() as stack:
         if ceiling:
-            for row, vocoder in ceiling_vocoders(config, checkpoint).items():
+            for row, vocoder in ceiling_vocoders(config, checkpoint, vocoders).items():
                 out_dir = None
                 if ceiling_dir:
                     out_dir = Path(ceiling_dir) / re.sub(r"[^a-z0-9-]+", "_", row.lower()).strip("_")
                 folder = stack.enter_context(
-                    resynthesize_folder(reference, utts, config, progress, out_dir=out_dir, vocoder=vocoder)
+                    resynthesize_folder(
+                        reference, utts, config, progress, out_dir=out_dir, vocoder=vocoder, title=row
+                    )
                 )
                 systems.append(System(row, folder))
         if natural:
@@ -132,7 +147,7 @@ def _check_row_names(names: list[str]) -> None:
             raise DataError("a row name is empty")
         if name in names[:index]:
             raise DataError(f"two rows named {name!r}: give each system its own name")
-        if name in (SOURCE, NATURAL) or name.startswith(CEILING):
+        if name in (SOURCE, NATURAL) or any(name.startswith(ceiling_row(v)) for v in VOCODERS):
             raise DataError(f"{name!r} is the name of a row vc score adds itself: choose another")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,14 +25,14 @@ from vc.artifacts.mel2linear import load_companion_mel2linear
 from vc.artifacts.postfilter import load_postfilter
 from vc.audio import FeatureStats, LogMel, Speech, prepare_speech, prepare_wave, read_speech
 from vc.audio.dsp import with_silence
-from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.audio.pitch import pitch_of
 from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
-from vc.config import Config
+from vc.config import Config, VocoderConfig
 from vc.errors import CheckpointError, ConfigError
 from vc.inference.long_form import convert_long
 from vc.kinds import build_model, get_kind
 from vc.model.aligned_source import aligned_source
+from vc.vocoders import make_vocoder, vocoder_name
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,11 @@ def pick_device(name: str | None = None) -> torch.device:
 
 
 class Converter:
-    """A trained model plus everything around it: features, statistics, vocoder."""
+    """A trained model plus everything around it: features, statistics, vocoder.
+
+    ``vocoder``: "griffin-lim" or "hifigan" (vc/vocoders/); None: the config's vocoder.kind
+    (Griffin-Lim unless a --set changed it).
+    """
 
     def __init__(
         self,
@@ -72,7 +77,10 @@ class Converter:
         mel2linear: torch.nn.Module | None = None,
         source_codebook: VoiceCodebook | None = None,
         postfilter: torch.nn.Module | None = None,
+        vocoder: str | None = None,
     ):
+        if vocoder is not None:
+            config = config.with_overrides([f"vocoder.kind={vocoder_name(vocoder)}"])
         self.config = config
         self.device = device
         self.seed = seed
@@ -82,7 +90,11 @@ class Converter:
         self.src_stats = src_stats
         self.tgt_stats = tgt_stats
         self.features = LogMel(config.audio).to(device)
-        self.vocoder = GriffinLimVocoder(config.audio, config.vocoder, mel2linear).to(device)
+        self.mel2linear = mel2linear
+        # One vocoder of each kind per converter, shared with its with_options variants (vc serve).
+        self._vocoders: dict[tuple[str, str], torch.nn.Module] = {}
+        self._vocoders_lock = threading.Lock()  # vc serve's threads may ask for one at once
+        self.vocoder = self._vocoder(config.vocoder)
         # (B, T, n_mels) log-mel -> the same, sharpened in time (vc.training.postfilter), or None.
         self.postfilter = postfilter.to(device).eval() if postfilter is not None else None
         # Checkpoints from before vc/audio/voice_warp.py hold no codebook: their inputs are not warped.
@@ -100,8 +112,14 @@ class Converter:
         overrides: list[str] | None = None,
         mel2linear: str | Path | bool | None = None,
         postfilter: str | Path | bool | None = None,
+        vocoder: str | None = None,
+        vocoder_checkpoint: str | Path | None = None,
     ):
         """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings.
+
+        ``vocoder``: "griffin-lim" or "hifigan" (None: the config's vocoder.kind);
+        ``vocoder_checkpoint``: a HiFi-GAN generator checkpoint (jik876's format) instead of the
+        bundled universal one; it implies ``vocoder="hifigan"``.
 
         ``mel2linear``: the mel -> linear network file for Griffin-Lim; None uses
         the one inside an exported model file, else mel2linear.pt beside the
@@ -113,10 +131,20 @@ class Converter:
                 raise ConfigError(
                     f"'{item}': only inference.* and vocoder.* settings can change after training"
                 )
+        overrides = list(overrides or [])
+        if vocoder_checkpoint is not None:
+            if vocoder is not None and vocoder_name(vocoder) != "hifigan":
+                raise ConfigError(
+                    "a vocoder checkpoint is a HiFi-GAN generator: use it with the hifigan vocoder"
+                )
+            vocoder = "hifigan"
+            overrides.append(f"vocoder.hifigan_checkpoint={vocoder_checkpoint}")
+        if vocoder is not None:
+            overrides.append(f"vocoder.kind={vocoder_name(vocoder)}")
         device = pick_device(device)
         payload = load_checkpoint(path, map_location=device)
         try:
-            config = Config.from_dict(payload["config"], stored=True).with_overrides(overrides or [])
+            config = Config.from_dict(payload["config"], stored=True).with_overrides(overrides)
             model = build_model(config.audio.n_mels, config.model)
             model.load_state_dict(payload["model"])
             stats = payload["stats"]
@@ -154,21 +182,37 @@ class Converter:
         return cls.from_checkpoint(model_path(name), device=device, **kwargs)
 
     def with_options(
-        self, speed: float | None = None, griffin_lim_iters: int | None = None, postfilter: bool = True
+        self,
+        speed: float | None = None,
+        griffin_lim_iters: int | None = None,
+        postfilter: bool = True,
+        vocoder: str | None = None,
     ) -> Converter:
         """A converter sharing this one's networks with other conversion settings: ``speed``
         (inference.speed, the non-autoregressive model's speaking rate), ``griffin_lim_iters``
-        (vocoder.griffin_lim_iters), and ``postfilter=False`` to skip the post-filter."""
+        (vocoder.griffin_lim_iters), ``postfilter=False`` to skip the post-filter, and ``vocoder``
+        ("griffin-lim" or "hifigan": vocoder.kind; each kind is loaded once and kept)."""
         overrides = [f"inference.speed={speed}"] if speed is not None else []
         if griffin_lim_iters is not None:
             overrides.append(f"vocoder.griffin_lim_iters={griffin_lim_iters}")
+        if vocoder is not None:
+            overrides.append(f"vocoder.kind={vocoder_name(vocoder)}")
         variant = copy.copy(self)
         variant.config = self.config.with_overrides(overrides)
-        variant.vocoder = copy.copy(self.vocoder)  # the same buffers and network, its own settings
-        variant.vocoder.vocoder = variant.config.vocoder
+        variant.vocoder = self._vocoder(variant.config.vocoder)
         if not postfilter:
             variant.postfilter = None
         return variant
+
+    def _vocoder(self, settings: VocoderConfig) -> torch.nn.Module:
+        """The vocoder ``settings`` names, built once per kind; the copy returned carries ``settings``."""
+        key = (settings.kind, settings.hifigan_checkpoint)
+        with self._vocoders_lock:
+            if key not in self._vocoders:
+                self._vocoders[key] = make_vocoder(self.config.audio, settings, self.mel2linear, self.device)
+        vocoder = copy.copy(self._vocoders[key])  # the same buffers and networks, its own settings
+        vocoder.vocoder = settings
+        return vocoder
 
     def convert(self, wave: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
         """Mono or (samples, channels) float samples at any rate -> (converted wave, sample rate).

