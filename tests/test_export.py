@@ -15,8 +15,8 @@ from tests.helpers import TINY_MELS as N_MELS
 from tests.helpers import speech_like
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
-from vc.artifacts.export import EMBEDDED_MEL2LINEAR_KEY, export_model
-from vc.artifacts.mel2linear import COMPANION_NAME, save_mel2linear
+from vc.artifacts.companion import MEL2LINEAR, POSTFILTER
+from vc.artifacts.export import export_model
 from vc.artifacts.pretrained import get_model, list_models, model_path
 from vc.cli import main
 from vc.errors import CheckpointError
@@ -27,7 +27,7 @@ from vc.vocoders import build_vocoder
 
 def _with_network(path, config):
     net = Mel2Linear(N_MELS, config.audio.n_fft // 2 + 1, channels=8, layers=1, kernel=3)
-    save_mel2linear(path.parent / COMPANION_NAME, net, config.audio)
+    MEL2LINEAR.save(path.parent / MEL2LINEAR.file_name, net, config.audio)
 
 
 def test_export_keeps_what_conversion_needs_and_converts_the_same(model_checkpoint, tmp_path):  # noqa: F811
@@ -36,10 +36,12 @@ def test_export_keeps_what_conversion_needs_and_converts_the_same(model_checkpoi
     out = tmp_path / "exported.pt"
     summary = export_model(path, out)
     payload = load_checkpoint(out)
-    assert set(payload) >= {"model", "config", "stats", "step", EMBEDDED_MEL2LINEAR_KEY, "info"}
+    assert set(payload) >= {"model", "config", "stats", "step", MEL2LINEAR.embedded_key, "info"}
     assert not {"optimizer", "scheduler", "scaler", "rng"} & set(payload)
     assert all(v.dtype == torch.float16 for v in payload["model"].values() if v.is_floating_point())
-    assert summary["mel2linear"] == path.parent / COMPANION_NAME and summary["bytes"] == out.stat().st_size
+    assert (
+        summary["mel2linear"] == path.parent / MEL2LINEAR.file_name and summary["bytes"] == out.stat().st_size
+    )
 
     # The exported file alone (no companion beside it) converts as the checkpoint with its companion,
     # up to the fp16 rounding of the weights.
@@ -77,7 +79,7 @@ def test_export_without_a_network_and_in_float32(model_checkpoint, tmp_path, cap
     assert main(["export", str(path), str(out), "--float32"]) == 0
     assert "no mel2linear network" in capsys.readouterr().out
     payload = load_checkpoint(out)
-    assert EMBEDDED_MEL2LINEAR_KEY not in payload
+    assert MEL2LINEAR.embedded_key not in payload
     assert all(v.dtype == torch.float32 for v in payload["model"].values() if v.is_floating_point())
     assert main(["export", str(tmp_path / "missing.pt"), str(tmp_path / "x.pt")]) == 1
     assert (
@@ -167,7 +169,6 @@ def test_convert_without_checkpoint_uses_the_bundled_model_and_says_so_once(tmp_
 
 def test_re_exporting_an_exported_file_keeps_what_it_embeds(model_checkpoint, tmp_path):  # noqa: F811
     """A bundled model gains a post-filter by exporting it again: its mel2linear network stays inside."""
-    from vc.artifacts.postfilter import EMBEDDED_KEY, save_postfilter
     from vc.model.postfilter import MelPostfilter
 
     path, config = model_checkpoint
@@ -175,18 +176,20 @@ def test_re_exporting_an_exported_file_keeps_what_it_embeds(model_checkpoint, tm
     first = tmp_path / "first" / "model.pt"
     first.parent.mkdir()
     export_model(path, first)
-    save_postfilter(
+    POSTFILTER.save(
         tmp_path / "postfilter.pt", MelPostfilter(N_MELS, channels=8, dilations=(1,)), config.audio
     )
     again = tmp_path / "again.pt"
     summary = export_model(first, again, postfilter=tmp_path / "postfilter.pt")
     payload = load_checkpoint(again)
-    assert EMBEDDED_MEL2LINEAR_KEY in payload and EMBEDDED_KEY in payload
+    assert MEL2LINEAR.embedded_key in payload and POSTFILTER.embedded_key in payload
     assert summary["mel2linear"] == first and summary["postfilter"] == tmp_path / "postfilter.pt"
     for name, kwargs, kept in (
-        ("third.pt", {}, {EMBEDDED_MEL2LINEAR_KEY, EMBEDDED_KEY}),
-        ("bare.pt", {"postfilter": False}, {EMBEDDED_MEL2LINEAR_KEY}),
-        ("nonet.pt", {"mel2linear": False}, {EMBEDDED_KEY}),
+        ("third.pt", {}, {MEL2LINEAR.embedded_key, POSTFILTER.embedded_key}),
+        ("bare.pt", {"postfilter": False}, {MEL2LINEAR.embedded_key}),
+        ("nonet.pt", {"mel2linear": False}, {POSTFILTER.embedded_key}),
     ):
         export_model(again, tmp_path / name, **kwargs)
-        assert set(load_checkpoint(tmp_path / name)) & {EMBEDDED_MEL2LINEAR_KEY, EMBEDDED_KEY} == kept, name
+        assert (
+            set(load_checkpoint(tmp_path / name)) & {MEL2LINEAR.embedded_key, POSTFILTER.embedded_key} == kept
+        ), name

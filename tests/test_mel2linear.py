@@ -12,12 +12,7 @@ import yaml
 
 from tests.helpers import speech_like, tensorboard_scalars, write_pair_list
 from vc import Converter
-from vc.artifacts.mel2linear import (
-    COMPANION_NAME,
-    find_mel2linear,
-    load_companion_mel2linear,
-    save_mel2linear,
-)
+from vc.artifacts.companion import MEL2LINEAR
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.cli import main
 from vc.config import AudioConfig, VocoderConfig
@@ -95,35 +90,35 @@ def test_save_load_round_trip_and_refusals(tmp_path):
     net = tiny().eval()
     path = tmp_path / "net.pt"
     audio = dataclasses.replace(SMALL, n_fft=16, win_length=16, hop_length=4)
-    save_mel2linear(path, net, audio, {"steps": 3})
-    loaded = load_companion_mel2linear(audio, None, path)
+    MEL2LINEAR.save(path, net, audio, {"steps": 3})
+    loaded = MEL2LINEAR.load(audio, None, path)
     x = torch.randn(1, 6, N_MELS)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), net(x))
     with pytest.raises(CheckpointError, match="audio.sample_rate=8000"):
-        load_companion_mel2linear(AudioConfig(n_mels=N_MELS), None, path)
+        MEL2LINEAR.load(AudioConfig(n_mels=N_MELS), None, path)
     (tmp_path / "bad.pt").write_bytes(b"not a network")
     with pytest.raises(CheckpointError, match="not a readable mel2linear network"):
-        load_companion_mel2linear(audio, None, tmp_path / "bad.pt")
+        MEL2LINEAR.load(audio, None, tmp_path / "bad.pt")
     torch.save({"format": "something else"}, tmp_path / "foreign.pt")
     with pytest.raises(CheckpointError, match="no 'vc-mel2linear' marker"):
-        load_companion_mel2linear(audio, None, tmp_path / "foreign.pt")
+        MEL2LINEAR.load(audio, None, tmp_path / "foreign.pt")
     with pytest.raises(CheckpointError, match="not found"):
-        load_companion_mel2linear(audio, None, tmp_path / "missing.pt")
+        MEL2LINEAR.load(audio, None, tmp_path / "missing.pt")
 
 
 def test_a_file_that_names_the_only_body_still_loads(tmp_path):
     """Files from before the body's name was dropped record architecture "resconv"."""
     path = tmp_path / "old.pt"
-    save_mel2linear(path, tiny(), SMALL)
+    MEL2LINEAR.save(path, tiny(), SMALL)
     payload = torch.load(path, weights_only=True)
     payload["hparams"]["architecture"] = "resconv"
     torch.save(payload, path)
-    assert isinstance(load_companion_mel2linear(SMALL, None, path), Mel2Linear)
+    assert isinstance(MEL2LINEAR.load(SMALL, None, path), Mel2Linear)
     payload["hparams"]["architecture"] = "cbhg"
     torch.save(payload, path)
     with pytest.raises(CheckpointError, match="unknown architecture 'cbhg'"):
-        load_companion_mel2linear(SMALL, None, path)
+        MEL2LINEAR.load(SMALL, None, path)
 
 
 def test_vocoder_uses_the_network_magnitude():
@@ -144,13 +139,13 @@ def test_vocoder_uses_the_network_magnitude():
 def test_converter_picks_up_the_companion_file(model_checkpoint, caplog):
     path, config = model_checkpoint
     assert Converter.from_checkpoint(path).vocoder.mel2linear is None
-    assert find_mel2linear(path) is None
+    assert MEL2LINEAR.find(path) is None
     net = Mel2Linear(N_MELS, config.audio.n_fft // 2 + 1, channels=8, layers=1, kernel=3)
-    save_mel2linear(path.parent / COMPANION_NAME, net, config.audio)
-    with caplog.at_level("DEBUG", logger="vc.artifacts.mel2linear"):
+    MEL2LINEAR.save(path.parent / MEL2LINEAR.file_name, net, config.audio)
+    with caplog.at_level("DEBUG", logger="vc.artifacts.companion"):
         converter = Converter.from_checkpoint(path)
     assert isinstance(converter.vocoder.mel2linear, Mel2Linear)
-    assert COMPANION_NAME in caplog.text
+    assert MEL2LINEAR.file_name in caplog.text
     wave, sample_rate = converter.convert(speech_like(0.5), 16000)
     assert sample_rate == 16000 and len(wave) > 0 and np.isfinite(wave).all()
     assert Converter.from_checkpoint(path, mel2linear=False).vocoder.mel2linear is None
@@ -181,7 +176,7 @@ def test_vocoder_train_cli_on_synthetic_audio(tmp_path, capsys):
     argv = ["mel2linear-train", str(folder), "--out", str(out), "--config", str(config), "--no-progress"]
     assert main([*argv, "--max-steps", "3", "--batch-size", "2", "--valid-files", "1"]) == 0
     assert "mel -> linear network" in capsys.readouterr().out
-    net = load_companion_mel2linear(SMALL, None, out)
+    net = MEL2LINEAR.load(SMALL, None, out)
     assert net.hparams["n_bins"] == SMALL.n_fft // 2 + 1
     # its losses in TensorBoard, beside the model's logs (the one loop's tags): the validation before
     # training and at the end, the training scalars at step 1
@@ -225,7 +220,6 @@ def test_an_interrupted_training_resumes_to_the_same_network_and_keeps_no_state_
     tmp_path, monkeypatch
 ):
     """The one loop's checkpoints and --resume, for a network saved once at the end (OUT_training/)."""
-    from vc.artifacts.mel2linear import read_mel2linear_payload
     from vc.config import Mel2LinearConfig
     from vc.training.loop import Loop
     from vc.training.mel2linear import train_mel2linear
@@ -265,6 +259,6 @@ def test_an_interrupted_training_resumes_to_the_same_network_and_keeps_no_state_
         train_mel2linear([folder], SMALL, out, options, progress=False)
     info = train_mel2linear([folder], SMALL, out, options, progress=False, resume=True)
     assert info["steps"] == 6
-    ours, theirs = read_mel2linear_payload(out)["model"], read_mel2linear_payload(straight)["model"]
+    ours, theirs = MEL2LINEAR.read_payload(out)["model"], MEL2LINEAR.read_payload(straight)["model"]
     assert all(torch.equal(ours[name], theirs[name]) for name in theirs)
     assert not (tmp_path / "resumed" / "mel2linear_training").exists()

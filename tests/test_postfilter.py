@@ -11,15 +11,8 @@ import torch
 
 from tests.helpers import TINY_MELS, speech_like, tensorboard_scalars, write_pair_list
 from vc import Converter
-from vc.artifacts.companion import network_from_payload
+from vc.artifacts.companion import POSTFILTER, network_from_payload
 from vc.artifacts.export import export_model
-from vc.artifacts.postfilter import (
-    COMPANION_NAME,
-    KIND,
-    load_postfilter,
-    read_postfilter_payload,
-    save_postfilter,
-)
 from vc.cli import main
 from vc.config import AudioConfig, PostfilterConfig
 from vc.errors import CheckpointError
@@ -93,10 +86,10 @@ def test_a_source_reading_post_filter_uses_the_source_and_refuses_without_it():
 def test_a_post_filter_file_from_before_source_reading_still_loads(tmp_path):
     audio = dataclasses.replace(AudioConfig(), n_mels=N_MELS)
     net, path = trained_like(), tmp_path / "old.pt"
-    save_postfilter(path, net, audio)
-    payload = read_postfilter_payload(path)
+    POSTFILTER.save(path, net, audio)
+    payload = POSTFILTER.read_payload(path)
     del payload["hparams"]["source_dim"]  # what files written before it hold
-    loaded = network_from_payload(payload, KIND.build, KIND.what, path)
+    loaded = network_from_payload(payload, POSTFILTER.build, POSTFILTER.what, path)
     assert loaded.source_dim == 0
     logmel = torch.randn(1, 9, N_MELS)
     torch.testing.assert_close(loaded(logmel), net(logmel))
@@ -124,20 +117,22 @@ def test_save_load_round_trip_and_refusals(tmp_path):
     audio = dataclasses.replace(AudioConfig(), n_mels=N_MELS)
     net = trained_like()
     path = tmp_path / "postfilter.pt"
-    save_postfilter(path, net, audio, {"steps": 3})
-    loaded = load_postfilter(audio, None, path)
+    POSTFILTER.save(path, net, audio, {"steps": 3})
+    loaded = POSTFILTER.load(audio, None, path)
     logmel = torch.randn(1, 9, N_MELS)
     torch.testing.assert_close(loaded(logmel), net(logmel))
-    assert read_postfilter_payload(path)["info"]["steps"] == 3
+    assert POSTFILTER.read_payload(path)["info"]["steps"] == 3
     with pytest.raises(CheckpointError, match="hop_length"):
-        load_postfilter(dataclasses.replace(audio, hop_length=128), None, path)
+        POSTFILTER.load(dataclasses.replace(audio, hop_length=128), None, path)
     (tmp_path / "junk.pt").write_bytes(b"junk")
     with pytest.raises(CheckpointError, match="not a readable post-filter"):
-        load_postfilter(audio, None, tmp_path / "junk.pt")
+        POSTFILTER.load(audio, None, tmp_path / "junk.pt")
     with pytest.raises(CheckpointError, match="not found"):
-        load_postfilter(audio, None, tmp_path / "missing.pt")
+        POSTFILTER.load(audio, None, tmp_path / "missing.pt")
     with pytest.raises(CheckpointError, match="not a usable post-filter"):
-        network_from_payload({**read_postfilter_payload(path), "hparams": {}}, KIND.build, KIND.what, path)
+        network_from_payload(
+            {**POSTFILTER.read_payload(path), "hparams": {}}, POSTFILTER.build, POSTFILTER.what, path
+        )
 
 
 def test_converter_applies_the_companion_and_export_embeds_it(model_checkpoint, tmp_path):  # noqa: F811
@@ -145,18 +140,18 @@ def test_converter_applies_the_companion_and_export_embeds_it(model_checkpoint, 
     wave = speech_like(0.5)
     plain = Converter.from_checkpoint(path)
     assert plain.postfilter is None
-    save_postfilter(path.parent / COMPANION_NAME, trained_like(), config.audio)
+    POSTFILTER.save(path.parent / POSTFILTER.file_name, trained_like(), config.audio)
     filtered = Converter.from_checkpoint(path)
     assert isinstance(filtered.postfilter, MelPostfilter)
     assert Converter.from_checkpoint(path, postfilter=False).postfilter is None
     out_plain, out_filtered = plain.convert(wave, 16000)[0], filtered.convert(wave, 16000)[0]
     assert np.isfinite(out_filtered).all() and not np.allclose(out_plain, out_filtered)
     exported = tmp_path / "model.pt"
-    assert export_model(path, exported)["postfilter"] == path.parent / COMPANION_NAME
-    (path.parent / COMPANION_NAME).unlink()
+    assert export_model(path, exported)["postfilter"] == path.parent / POSTFILTER.file_name
+    (path.parent / POSTFILTER.file_name).unlink()
     assert isinstance(Converter.from_checkpoint(exported).postfilter, MelPostfilter)
     assert export_model(path, tmp_path / "bare.pt")["postfilter"] is None
-    save_postfilter(path.parent / COMPANION_NAME, reading_source(), config.audio)
+    POSTFILTER.save(path.parent / POSTFILTER.file_name, reading_source(), config.audio)
     reading = Converter.from_checkpoint(path)
     assert reading.postfilter.source_dim == N_MELS
     out_reading = reading.convert(wave, 16000)[0]
@@ -181,7 +176,7 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     argv = ["postfilter-train", str(pairs), "--checkpoint", str(path), "--out", str(out), "--no-progress"]
     assert main([*argv, "--max-steps", "3", "--valid-files", "1"]) == 0
     assert "post-filter:" in capsys.readouterr().out
-    info = read_postfilter_payload(out)["info"]
+    info = POSTFILTER.read_payload(out)["info"]
     assert info["steps"] == 3 and info["pairs"] == 2 and info["valid_pairs"] == 1
     assert tensorboard_scalars(tmp_path / "tensorboard" / "postfilter")["valid/l1"] == [0, 3]
     options = PostfilterConfig(
@@ -189,13 +184,13 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     )
     info = train_postfilter([pairs], path, out, options, progress=False)  # two adversarial steps
     assert info["steps"] == 3 and info["detail"] != info["detail_before"]
-    assert read_postfilter_payload(out)["hparams"]["source_dim"] == N_MELS  # reads the source by default
+    assert POSTFILTER.read_payload(out)["hparams"]["source_dim"] == N_MELS  # reads the source by default
     assert main([*argv, "--max-steps", "2", "--valid-files", "1"]) == 1  # out exists
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(out) in err and "--overwrite" in err
     argv.append("--overwrite")
     assert main([*argv, "--max-steps", "2", "--valid-files", "1", "--no-adversarial"]) == 0
-    assert read_postfilter_payload(out)["info"]["adversarial"] is False
+    assert POSTFILTER.read_payload(out)["info"]["adversarial"] is False
     capsys.readouterr()
     unbounded = ["postfilter-train", str(pairs), "--checkpoint", str(path), "--out", str(tmp_path / "x.pt")]
     assert main([*unbounded, "--max-minutes", "0", "--no-progress"]) == 1
@@ -227,7 +222,6 @@ def test_an_interrupted_adversarial_training_resumes_to_the_same_generator(
     monkeypatch,  # noqa: F811
 ):
     """Both players' weights and optimizers, the crop stream and the RNG come back from OUT_training/."""
-    from vc.artifacts.postfilter import read_postfilter_payload
     from vc.training.loop import Loop
 
     path, _ = model_checkpoint
@@ -254,6 +248,6 @@ def test_an_interrupted_adversarial_training_resumes_to_the_same_generator(
     assert (tmp_path / "resumed" / "postfilter_training" / "step0000002.pt").is_file()
     info = train_postfilter([pairs], path, out, options, progress=False, resume=True)
     assert info["steps"] == 4
-    ours, theirs = read_postfilter_payload(out), read_postfilter_payload(straight)
+    ours, theirs = POSTFILTER.read_payload(out), POSTFILTER.read_payload(straight)
     assert ours["info"]["valid_l1_before"] == theirs["info"]["valid_l1_before"]
     assert all(torch.equal(ours["model"][name], theirs["model"][name]) for name in theirs["model"])

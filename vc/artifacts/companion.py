@@ -1,15 +1,17 @@
-"""The file format of the small networks that travel with a conversion checkpoint.
+"""The small networks that travel with a conversion checkpoint, one shape for every kind.
 
-The mel -> linear network (vc.training.mel2linear) and the GAN post-filter
-(vc.training.postfilter) are each saved beside the checkpoint they serve, or embedded in
-an exported model file, as one dict: a format marker, the vc version, the
-network's constructor arguments, its weights, the audio settings it was
-trained under and a free ``info`` dict. ``load_companion`` finds the one that
-serves a checkpoint, the same way for every kind.
+A companion kind (``CompanionKind``: MEL2LINEAR, the mel -> linear network of vc.training.mel2linear
+that both vocoders read; POSTFILTER, the GAN post-filter of vc.training.postfilter) is saved beside
+the checkpoint it serves, or embedded in an exported model file, as one dict: a format marker, the vc
+version, the network's constructor arguments, its weights, the audio settings it was trained under
+and a free ``info`` dict. Each kind saves, finds, reads and loads its files the same way
+(``kind.save``, ``kind.find``, ``kind.read_payload``, ``kind.load``); `vc export` embeds every kind in
+COMPANIONS. A new companion is one more CompanionKind here.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,10 @@ from vc.artifacts.checkpoint import load_checkpoint, nonfinite_weights
 from vc.config import AudioConfig
 from vc.errors import CheckpointError
 from vc.fileio import atomic_save, load_marked
+from vc.model.mel2linear import Mel2Linear
+from vc.model.postfilter import MelPostfilter
+
+log = logging.getLogger(__name__)
 
 # The audio settings a network was trained under; any difference changes its input or output.
 AUDIO_KEYS = (
@@ -114,6 +120,47 @@ class CompanionKind:
     what: str  # its name in messages
     file_name: str  # its file beside a checkpoint
     embedded_key: str  # its key inside an exported or bundled model file
+
+    def save(self, path: str | Path, net: nn.Module, audio: AudioConfig, info: dict | None = None) -> None:
+        """Atomic torch.save of the network, its hyper-parameters and the audio settings it expects."""
+        save_network(path, self.marker, net, net.hparams, audio, info)
+
+    def read_payload(self, path: str | Path, map_location: str | torch.device = "cpu") -> dict:
+        """The saved dict of a file of this kind (marker checked), for loading or embedding elsewhere."""
+        return read_network_payload(path, self.marker, self.what, map_location)
+
+    def find(self, checkpoint: str | Path | None, explicit: str | Path | bool | None = None) -> Path | None:
+        """The file to use: ``explicit`` when a path, none when False, else the one beside the checkpoint."""
+        return find_companion(checkpoint, self.file_name, explicit)
+
+    def load(
+        self,
+        audio: AudioConfig,
+        checkpoint: str | Path | None,
+        explicit: str | Path | bool | None = None,
+        device: str | torch.device = "cpu",
+        payload: dict | None = None,
+    ) -> nn.Module | None:
+        """The network that serves ``checkpoint`` (see load_companion), or None; logs which."""
+        net, where = load_companion(self, audio, checkpoint, explicit, device, payload)
+        # debug, not info: vc convert's stderr on bad input must stay one error line (vc -v shows it)
+        log.debug("%s: %s", self.what, f"none ({where})" if net is None else f"the network {where}")
+        return net
+
+
+def _mel2linear(architecture: str = "resconv", **hparams) -> Mel2Linear:
+    """Files written before the body's name was dropped record architecture "resconv", the only body."""
+    if architecture != "resconv":
+        raise ValueError(f"unknown architecture {architecture!r}")
+    return Mel2Linear(**hparams)
+
+
+# log-mel -> log10 linear magnitude (vc.model.mel2linear): what both vocoders read; without one, the
+# filterbank inverse. "vocoder_net" is where `vc export` has always put it.
+MEL2LINEAR = CompanionKind(_mel2linear, "vc-mel2linear", "mel2linear network", "mel2linear.pt", "vocoder_net")
+# the converted log-mel, sharpened in time (vc.model.postfilter)
+POSTFILTER = CompanionKind(MelPostfilter, "vc-postfilter", "post-filter", "postfilter.pt", "postfilter")
+COMPANIONS = (MEL2LINEAR, POSTFILTER)
 
 
 def load_companion(

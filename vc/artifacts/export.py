@@ -17,26 +17,22 @@ from pathlib import Path
 import torch
 
 from vc.artifacts.checkpoint import INFERENCE_KEYS, load_checkpoint, save_checkpoint
-from vc.artifacts.mel2linear import EMBEDDED_KEY as EMBEDDED_MEL2LINEAR_KEY
-from vc.artifacts.mel2linear import find_mel2linear, read_mel2linear_payload
-from vc.artifacts.postfilter import EMBEDDED_KEY as EMBEDDED_POSTFILTER_KEY
-from vc.artifacts.postfilter import find_postfilter, read_postfilter_payload
+from vc.artifacts.companion import MEL2LINEAR, POSTFILTER, CompanionKind
 
 
 def _half(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {key: value.half() if value.is_floating_point() else value for key, value in state.items()}
 
 
-def _embed(exported, payload, checkpoint, key, half, path, choice, read) -> Path | None:
-    """Put a companion network into ``exported[key]``; returns where it came from, or None.
+def _embed(exported, payload, checkpoint, kind: CompanionKind, half, choice) -> Path | None:
+    """Put the companion network of ``kind`` into ``exported``; returns where it came from, or None.
 
-    ``path``: the file found for it (an explicit one, or the companion beside
-    the checkpoint). Without one, a network already embedded in ``checkpoint``
-    (an exported or bundled file being exported again) is kept, unless
-    ``choice`` is False.
+    ``choice``: a file, False (none), or None: the companion beside the checkpoint, else a network
+    already embedded in ``checkpoint`` (an exported or bundled file being exported again).
     """
+    key, path = kind.embedded_key, kind.find(checkpoint, choice)
     if path is not None:
-        net = read(path)
+        net = kind.read_payload(path)
     elif choice is None and key in payload:
         net, path = payload[key], Path(checkpoint)
     else:
@@ -66,14 +62,8 @@ def export_model(
     exported = {key: payload[key] for key in INFERENCE_KEYS}
     if half:
         exported["model"] = _half(exported["model"])
-    net_path = _embed(
-        exported, payload, checkpoint, EMBEDDED_MEL2LINEAR_KEY, half,
-        find_mel2linear(checkpoint, mel2linear), mel2linear, read_mel2linear_payload,
-    )  # fmt: skip
-    postfilter_path = _embed(
-        exported, payload, checkpoint, EMBEDDED_POSTFILTER_KEY, half,
-        find_postfilter(checkpoint, postfilter), postfilter, read_postfilter_payload,
-    )  # fmt: skip
+    net_path = _embed(exported, payload, checkpoint, MEL2LINEAR, half, mel2linear)
+    postfilter_path = _embed(exported, payload, checkpoint, POSTFILTER, half, postfilter)
     exported["info"] = {"exported_from": Path(checkpoint).name, "dtype": "float16" if half else "float32"}
     exported["info"].update(info or {})
     save_checkpoint(out, exported)

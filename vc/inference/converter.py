@@ -21,8 +21,7 @@ import torch
 from torch.profiler import record_function
 
 from vc.artifacts.checkpoint import load_checkpoint, private_rng
-from vc.artifacts.mel2linear import load_companion_mel2linear
-from vc.artifacts.postfilter import load_postfilter
+from vc.artifacts.companion import MEL2LINEAR, POSTFILTER
 from vc.audio import FeatureStats, LogMel, Speech, prepare_speech, prepare_wave, read_speech
 from vc.audio.dsp import with_silence
 from vc.audio.pitch import pitch_of
@@ -161,8 +160,8 @@ class Converter:
             raise CheckpointError(
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
             ) from None
-        mel2linear = load_companion_mel2linear(config.audio, path, mel2linear, device, payload=payload)
-        postfilter_net = load_postfilter(config.audio, path, postfilter, device, payload=payload)
+        mel2linear = MEL2LINEAR.load(config.audio, path, mel2linear, device, payload=payload)
+        postfilter_net = POSTFILTER.load(config.audio, path, postfilter, device, payload=payload)
         return cls(
             model,
             config,

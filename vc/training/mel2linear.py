@@ -8,7 +8,7 @@ once and kept in memory; each step reads random fixed-length crops.
 
 The file is a small companion of the conversion checkpoint: `vc convert` and
 Converter.from_checkpoint use ``mel2linear.pt`` beside the checkpoint when it
-is there (COMPANION_NAME), and the filterbank pseudo-inverse otherwise.
+is there (MEL2LINEAR.file_name), and the filterbank pseudo-inverse otherwise.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from vc.artifacts.checkpoint import TRAINING_STATE, restore_random
-from vc.artifacts.mel2linear import save_mel2linear
+from vc.artifacts.companion import MEL2LINEAR
 from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio
 from vc.config import AudioConfig, Mel2LinearConfig
 from vc.errors import DataError
@@ -202,7 +202,7 @@ def train_mel2linear(
         valid_db=best_db, linear_db=start_db, predicted_mels=checkpoint is not None,
         options=dataclasses.asdict(options),
     )  # fmt: skip
-    save_mel2linear(out, net.cpu(), audio, info)
+    MEL2LINEAR.save(out, net.cpu(), audio, info)
     discard_training_state(state)
     log.info(
         "mel2linear: %d steps in %.1f min, validation %.2f dB (at start %.2f dB)",

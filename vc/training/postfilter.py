@@ -17,7 +17,7 @@ reads the source").
 
 The file is a small companion of the conversion checkpoint: `vc convert` and
 Converter.from_checkpoint apply ``postfilter.pt`` beside the checkpoint when it
-is there (COMPANION_NAME), and `vc export` embeds it.
+is there (POSTFILTER.file_name), and `vc export` embeds it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from vc.artifacts.checkpoint import TRAINING_STATE, load_checkpoint, restore_random
-from vc.artifacts.postfilter import save_postfilter
+from vc.artifacts.companion import POSTFILTER
 from vc.audio import FeatureStats, LogMel, read_audio
 from vc.config import AudioConfig, Config, PostfilterConfig
 from vc.errors import ConfigError, DataError
@@ -139,7 +139,7 @@ def train_postfilter(
         detail_before=before[1], detail=after[1], detail_natural=before[2], adversarial=options.adversarial,
         options=dataclasses.asdict(options),
     )  # fmt: skip
-    save_postfilter(out, generator, audio, info)
+    POSTFILTER.save(out, generator, audio, info)
     discard_training_state(state)
     log.info(
         "postfilter: %d steps in %.1f min; validation L1 %.3f -> %.3f, temporal detail %.3f -> %.3f (natural %.3f)",

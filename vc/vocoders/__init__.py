@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from vc.artifacts.mel2linear import load_companion_mel2linear
+from vc.artifacts.companion import MEL2LINEAR
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import AudioConfig, Config, VocoderConfig
 from vc.errors import ConfigError
@@ -85,7 +85,7 @@ def build_vocoder(
     ``kind`` another vocoder than the config's vocoder.kind, with the config's other settings.
     """
     settings = replace(config.vocoder, kind=vocoder_name(kind)) if kind else config.vocoder
-    net = load_companion_mel2linear(config.audio, checkpoint, mel2linear, device)
+    net = MEL2LINEAR.load(config.audio, checkpoint, mel2linear, device)
     return make_vocoder(config.audio, settings, net, device)
 
 
