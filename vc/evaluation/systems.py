@@ -35,12 +35,14 @@ from vc.vocoders import VOCODERS, build_vocoder, vocoder_name
 log = logging.getLogger(__name__)
 
 MODEL, SOURCE, NATURAL = "model", "no conversion (source)", "natural target"
-CEILING = "Griffin-Lim ceiling"  # the built-in vocoder's; ceiling_row names each vocoder's
 
 
 def ceiling_row(vocoder: str) -> str:
     """The ceiling row of a vocoder: "Griffin-Lim ceiling", "HiFi-GAN ceiling"."""
     return f"{VOCODERS[vocoder_name(vocoder)].title} ceiling"
+
+
+CEILING = ceiling_row("griffin-lim")  # the built-in vocoder's
 
 
 def _speaker_files(train_list: str | Path | None) -> dict[str, list[Path]] | None:

@@ -5,8 +5,8 @@ V1 generators: 22.05 kHz, n_fft 1024, hop 256, 80 bands from 0 to 8 kHz, floor 1
 (the same network or filterbank inverse Griffin-Lim reads, vc.audio.griffin_lim.Magnitude) covers 0 to
 sample_rate / 2 at our frame rate; HiFi-GAN's filterbank, read off at our bins' frequencies (linear
 interpolation between its bins), gives its mel at our frames, and a linear interpolation in time of
-the log-mel moves them onto its frame times. Equal window lengths in samples give equal magnitudes
-for a sinusoid at either rate, so no gain is applied. The generator's wave is resampled to ours.
+the log-mel moves them onto its frame times. No gain is applied (see bridge_basis). The generator's
+wave is resampled to ours.
 
 Long inputs are vocoded in chunks of vocoder.hifigan_chunk_frames with the generator's receptive
 field as context on each side (vc.model.hifigan.receptive_frames): memory is bounded and the samples
@@ -37,8 +37,9 @@ def bridge_basis(audio: AudioConfig, signal: HifiganSignal) -> np.ndarray:
     Its filters over its own bins, re-read at our bins' frequencies by linear interpolation; a
     filter reaching above our Nyquist frequency sees nothing there (we have no energy there). With
     windows of equal length in samples a harmonic's peak spans as many bins at either rate with the
-    same magnitudes, so the weights are not rescaled for the narrower bins (noise reads about
-    sqrt(22050 / 16000) = 1.17 x its own mel: measured in docs/ablation.md).
+    same magnitudes, so the weights are not rescaled for our narrower bins; noise, spread over more
+    of them, reads higher. On slt's speech the bridged mel sits 0.22 nats above HiFi-GAN's own, and a
+    gain removing it moved DNSMOS by +0.007 (docs/ablation.md, "A neural vocoder"): none is applied.
     """
     theirs = mel_filterbank(
         signal.sample_rate, n_fft=signal.n_fft, n_mels=signal.n_mels, fmin=signal.fmin, fmax=signal.fmax
