@@ -23,7 +23,7 @@ from vc.model.hifigan import HifiganGenerator, fold_weight_norm, receptive_frame
 from vc.vocoders import VOCODERS, make_vocoder, vocoder_name
 from vc.vocoders.hifigan import HifiganVocoder, bridge_basis, frame_positions, interpolate_frames
 
-REFERENCE = Path(__file__).parent / "data" / "hifigan_universal_reference.npz"
+REFERENCE = Path(__file__).parent / "reference" / "hifigan_universal_reference.npz"
 TINY = dict(
     upsample_rates=(4, 2),
     upsample_kernel_sizes=(8, 4),
