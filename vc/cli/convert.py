@@ -90,14 +90,14 @@ def _add_companions(sub) -> None:
 def run(args) -> None:
     import torch
 
-    from vc.errors import AudioError, ConfigError
+    from vc.errors import AudioError
     from vc.inference import Converter, convert_files
     from vc.inference.files import convert_threads, plan_conversion
+    from vc.vocoders import vocoder_overrides
 
-    if args.vocoder_checkpoint and args.vocoder == "griffin-lim":
-        raise ConfigError("--vocoder-checkpoint is a HiFi-GAN generator: use it with --vocoder hifigan")
+    # Before the inputs are checked: a wrong pair of vocoder options is the first thing to say.
+    overrides = [*args.overrides, *vocoder_overrides(args.vocoder, args.vocoder_checkpoint)]
     torch.set_num_threads(convert_threads(args.threads))
-    overrides = list(args.overrides)
     if args.griffin_lim_iters is not None:
         overrides.append(f"vocoder.griffin_lim_iters={args.griffin_lim_iters}")
     # Before the model loads: a refused output costs no work and loses nothing.
@@ -110,8 +110,6 @@ def run(args) -> None:
         overrides=overrides,
         mel2linear=mel2linear,
         postfilter=postfilter,
-        vocoder=args.vocoder,
-        vocoder_checkpoint=args.vocoder_checkpoint,
     )
     failures = convert_files(
         converter,

@@ -31,7 +31,7 @@ from vc.errors import CheckpointError, ConfigError
 from vc.inference.long_form import convert_long
 from vc.kinds import build_model, get_kind
 from vc.model.aligned_source import aligned_source
-from vc.vocoders import make_vocoder, vocoder_name
+from vc.vocoders import make_vocoder, vocoder_name, vocoder_overrides
 
 log = logging.getLogger(__name__)
 
@@ -130,16 +130,7 @@ class Converter:
                 raise ConfigError(
                     f"'{item}': only inference.* and vocoder.* settings can change after training"
                 )
-        overrides = list(overrides or [])
-        if vocoder_checkpoint is not None:
-            if vocoder is not None and vocoder_name(vocoder) != "hifigan":
-                raise ConfigError(
-                    "a vocoder checkpoint is a HiFi-GAN generator: use it with the hifigan vocoder"
-                )
-            vocoder = "hifigan"
-            overrides.append(f"vocoder.hifigan_checkpoint={vocoder_checkpoint}")
-        if vocoder is not None:
-            overrides.append(f"vocoder.kind={vocoder_name(vocoder)}")
+        overrides = [*(overrides or []), *vocoder_overrides(vocoder, vocoder_checkpoint)]
         device = pick_device(device)
         payload = load_checkpoint(path, map_location=device)
         try:

@@ -61,6 +61,16 @@ def vocoder_name(name: str) -> str:
     return name
 
 
+def vocoder_overrides(vocoder: str | None, checkpoint: str | Path | None = None) -> list[str]:
+    """The vocoder.* overrides that choose ``vocoder`` and a HiFi-GAN generator ``checkpoint`` (which
+    implies hifigan); a ConfigError for a checkpoint with another vocoder."""
+    if checkpoint is not None:
+        if vocoder is not None and vocoder_name(vocoder) != "hifigan":
+            raise ConfigError("a vocoder checkpoint is a HiFi-GAN generator: use it with the hifigan vocoder")
+        return ["vocoder.kind=hifigan", f"vocoder.hifigan_checkpoint={checkpoint}"]
+    return [f"vocoder.kind={vocoder_name(vocoder)}"] if vocoder is not None else []
+
+
 def make_vocoder(
     audio: AudioConfig,
     vocoder: VocoderConfig,
@@ -89,4 +99,4 @@ def build_vocoder(
     return make_vocoder(config.audio, settings, net, device)
 
 
-__all__ = ["VOCODERS", "Vocoder", "build_vocoder", "make_vocoder", "vocoder_name"]
+__all__ = ["VOCODERS", "Vocoder", "build_vocoder", "make_vocoder", "vocoder_name", "vocoder_overrides"]

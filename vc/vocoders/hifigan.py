@@ -49,8 +49,8 @@ def bridge_basis(audio: AudioConfig, signal: HifiganSignal) -> np.ndarray:
     return np.stack([np.interp(our_freqs, their_freqs, row, right=0.0) for row in theirs]).astype(np.float32)
 
 
-def frame_positions(frames: int, audio: AudioConfig, signal: HifiganSignal) -> tuple[int, torch.Tensor]:
-    """HiFi-GAN's frame count for ``frames`` of ours, and where each of its frames lies on our frame axis.
+def frame_positions(frames: int, audio: AudioConfig, signal: HifiganSignal) -> torch.Tensor:
+    """Where each of HiFi-GAN's frames covering ``frames`` of ours lies on our frame axis (its count: HiFi-GAN's frames).
 
     Our frame t is centred on sample t * hop (LogMel: centred STFT); HiFi-GAN's frame u, whose
     samples are u * hop' .. (u + 1) * hop', on the middle of them.
@@ -58,7 +58,7 @@ def frame_positions(frames: int, audio: AudioConfig, signal: HifiganSignal) -> t
     seconds = frames * audio.hop_length / audio.sample_rate
     count = max(1, math.ceil(seconds * signal.sample_rate / signal.hop_length))
     centres = (torch.arange(count, dtype=torch.float64) + 0.5) * signal.hop_length / signal.sample_rate
-    return count, (centres * audio.sample_rate / audio.hop_length).clamp(max=frames - 1).float()
+    return (centres * audio.sample_rate / audio.hop_length).clamp(max=frames - 1).float()
 
 
 def interpolate_frames(values: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -112,7 +112,7 @@ class HifiganVocoder(torch.nn.Module):
         mel = torch.matmul(self.bridge, magnitude).clamp(min=LOG_FLOOR).log().transpose(1, 2)
         mels = []
         for item, length in zip(mel, frame_lens.tolist(), strict=True):
-            _, positions = frame_positions(int(length), self.audio, self.signal)
+            positions = frame_positions(int(length), self.audio, self.signal)
             mels.append(interpolate_frames(item[: int(length)], positions.to(item.device)))
         return mels
 
