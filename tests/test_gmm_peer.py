@@ -121,6 +121,19 @@ def test_gmm_peer_cli_trains_and_converts_a_few_pairs(tmp_path, capsys):
     assert 0.01 < np.abs(wave).max() <= 1.0
 
 
+def test_gmm_peer_gives_the_same_files_on_one_or_two_processes(tmp_path):
+    needs(*gmm_peer.MODULES)
+    train = _pair_list(tmp_path / "train.tsv", ["arctic_a0001", "arctic_a0002", "arctic_a0003"])
+    evaluation = _pair_list(tmp_path / "eval.tsv", ["arctic_b0440", "arctic_b0441"])
+    for workers in (1, 2):
+        summary = gmm_peer.run_gmm_peer(
+            train, evaluation, tmp_path / str(workers), pairs=3, mixtures=2, workers=workers, progress=False
+        )
+        assert summary["files"] == 2
+    for utt in ("arctic_b0440", "arctic_b0441"):
+        assert (tmp_path / "1" / f"{utt}.wav").read_bytes() == (tmp_path / "2" / f"{utt}.wav").read_bytes()
+
+
 def test_gmm_peer_without_scikit_learn_says_how_to_get_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(gmm_peer, "missing", lambda *names: list(names))
     train = _pair_list(tmp_path / "train.tsv", ["arctic_a0001"])

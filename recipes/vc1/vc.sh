@@ -18,12 +18,12 @@
 #                  the model's mels in time -> checkpoints/postfilter.pt
 #   5 convert      the eval set's source utterances -> EXP/converted/eval/*.wav (the model), .../teacher
 #                  (the attention model, when a student is the model) and .../gmm (the classical peer,
-#                  vc gmm-peer; --gmm_pairs 0 skips it); through Griffin-Lim, and through each other
-#                  vocoder of --vocoders -> EXP/converted/eval_hifigan, .../teacher_hifigan
-#   6 score        MCD / F0 / WER / speaker similarity / predicted MOS of the model, the teacher and the
-#                  GMM peer (each through each vocoder) beside the no-conversion floor, each vocoder's
-#                  ceiling and the natural target
-#                  -> EXP/scores.{txt,json}
+#                  vc gmm-peer; --gmm_pairs 0 skips it); through Griffin-Lim, and the model through each
+#                  other vocoder of --vocoders -> EXP/converted/eval_hifigan
+#   6 score        MCD / F0 / WER / speaker similarity / predicted MOS of the model (through each
+#                  vocoder), the teacher and the GMM peer beside the no-conversion floor, each vocoder's
+#                  ceiling and the natural target -> EXP/scores.{txt,json}; every file's scores are kept
+#                  in exp/score_cache and read back by later runs while nothing they depend on changed
 #   7 report       static HTML listening report -> EXP/report/index.html
 #   8 unseen       voices no training used (other real speakers of the corpus, the target's own recordings
 #                  as input, TTS voices, the source sped up 1.19x) read the first --unseen_utts eval prompts;
@@ -120,6 +120,10 @@ command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip 
 data=$work/data/${src}_${tgt}
 exp=$work/exp/${src}_${tgt}_${tag:-$(basename "$conf" .yaml)}
 logs=$exp/logs
+# Every file's scores, kept while the file and what its scores depend on are the same (vc score --cache):
+# shared by every run under exp/, so the rows no run changes (the source, the natural target, the
+# held-out voices' own recordings) are scored once.
+score_cache=$work/exp/score_cache
 mkdir -p "$logs"
 # What the models train on: the pair lists, or with --tts_voices yes those plus the TTS voices' pairs.
 # The networks trained on the target alone (stage 4) and the GMM peer keep the source's pairs.
@@ -277,7 +281,6 @@ systems=()  # stage 6's rows beside the model's (named after its kind): NAME=FOL
 [ -z "$student_exp" ] || systems+=(--name "$student_name" --system "attention model (teacher)=$exp/converted/teacher")
 for v in "${neural[@]+"${neural[@]}"}"; do
     systems+=(--system "${student_name:-model}, HiFi-GAN=$exp/converted/eval_$v")
-    [ -z "$student_exp" ] || systems+=(--system "attention model (teacher), HiFi-GAN=$exp/converted/teacher_$v")
 done
 [ "$gmm_pairs" = 0 ] || systems+=(--system "GMM peer (JD-GMM, MLPG+GV)=$exp/converted/gmm")
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
@@ -291,12 +294,10 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
         vc convert --checkpoint "$teacher" --out-dir "$exp/converted/teacher" --save-alignment png \
             "${sources[@]}" 2>&1 | tee "$logs/stage5_teacher.log"
     fi
-    for v in "${neural[@]+"${neural[@]}"}"; do  # the same models through the neural vocoder, on both cores
+    for v in "${neural[@]+"${neural[@]}"}"; do  # the model through the neural vocoder, on both cores
         echo "=== stage 5: convert eval through $v ($(date '+%H:%M:%S'))"
         vc convert --checkpoint "$model" --vocoder "$v" --threads 2 --out-dir "$exp/converted/eval_$v" \
             "${sources[@]}" 2>&1 | tee "$logs/stage5_$v.log"
-        [ -z "$student_exp" ] || vc convert --checkpoint "$teacher" --vocoder "$v" --threads 2 \
-            --out-dir "$exp/converted/teacher_$v" "${sources[@]}" 2>&1 | tee "$logs/stage5_teacher_$v.log"
     done
     if [ "$gmm_pairs" != 0 ]; then
         echo "=== stage 5: the GMM peer ($(date '+%H:%M:%S'))"
@@ -310,7 +311,8 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
         --source "$(eval_folder 2)" --config "$exp/config.yaml" --checkpoint "$model" \
         --train-list "$data/train.tsv" --ceiling-dir "$exp/converted/ceiling" --vocoders "$vocoders" \
         "${systems[@]+"${systems[@]}"}" \
-        --out "$exp/scores.txt" --json "$exp/scores.json" --centroid-cache "$exp/speaker_centroids.json" --overwrite
+        --out "$exp/scores.txt" --json "$exp/scores.json" --centroid-cache "$exp/speaker_centroids.json" \
+        --cache "$score_cache" --overwrite
 fi
 run_stage 7 "report" vc report "$exp" --scores "$exp/scores.json" --overwrite
 unseen_voices() {  # stage 8: make the inputs, convert and score each voice, then the seen vs unseen table
@@ -326,7 +328,8 @@ unseen_voices() {  # stage 8: make the inputs, convert and score each voice, the
         vc convert --checkpoint "$model" --out-dir "$exp/converted/unseen/$voice" "$dir"
         vc score --converted "$exp/converted/unseen/$voice" --reference "$(eval_folder 3)" --source "$dir" \
             --config "$exp/config.yaml" --train-list "$data/train.tsv" --no-ceiling --no-natural \
-            --centroid-cache "$exp/speaker_centroids.json" --json "$exp/unseen_scores/$voice.json"
+            --centroid-cache "$exp/speaker_centroids.json" --cache "$score_cache" \
+            --json "$exp/unseen_scores/$voice.json"
     done
     ./local/unseen_table.py "$exp"
 }

@@ -42,6 +42,9 @@ def add_parser(commands) -> None:
         "(default 1.0)",
     )
     sub.add_argument("--sample-rate", type=positive_int, default=16000, help="analysis rate (default 16000)")
+    sub.add_argument(
+        "--workers", type=positive_int, default=2, help="processes analysing and converting (default 2)"
+    )
     add_overwrite(sub, "file in OUT_DIR")
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=run)
@@ -62,6 +65,7 @@ def run(args) -> None:
         mixtures=args.mixtures,
         sample_rate=args.sample_rate,
         gv_weight=args.gv_weight,
+        workers=args.workers,
         progress=not args.no_progress,
     )
     print(

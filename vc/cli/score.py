@@ -61,12 +61,29 @@ def add_parser(commands) -> None:
         metavar="FILE",
         help="keep the speaker centroids in FILE and reuse them while their training files are the same",
     )
+    sub.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="keep every file's scores in DIR and read them back while the file and everything its "
+        "scores depend on are unchanged (another run, another row of the same recordings)",
+    )
     sub.add_argument("--out", help="also write the table to this file")
     sub.add_argument("--json", help="write every score (per utterance too) to this JSON file")
     add_overwrite(sub, "--out or --json file")
     sub.add_argument("--workers", type=positive_int, default=2, help="scoring processes (default 2)")
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=run)
+
+
+def cache_note(result: dict, cache: str) -> str:
+    """One line: which rows the score cache held, whole or in part."""
+    total = result["rows"]
+    held = [
+        row if count == total[row]["utterances"] else f"{row} ({count} of {total[row]['utterances']} files)"
+        for row, count in result["from_cache"].items()
+        if count
+    ]
+    return f"read from the score cache {cache}: {', '.join(held) if held else 'nothing'}"
 
 
 def vocoder_list(text: str) -> list[str]:
@@ -104,11 +121,14 @@ def run(args) -> None:
         name=args.name,
         extra_systems=args.systems,
         centroid_cache=args.centroid_cache,
+        cache_dir=args.cache,
         workers=args.workers,
         progress=not args.no_progress,
     )
     table = format_table(result["rows"])
     notes = [f"not computed: {line}" for line in result["missing"]]
+    if args.cache:
+        notes.append(cache_note(result, args.cache))
     print("\n".join([table, *notes]))
     if args.out:
         atomic_write_text(Path(args.out), "\n".join([table, *notes]) + "\n")

@@ -53,7 +53,7 @@ from vc.evaluation.metrics import (
 )
 from vc.evaluation.optional import INSTALL_HINT, missing
 from vc.pairs import Pair, read_pair_list
-from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.parallel import process_map
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +234,18 @@ class GmmPeer:
         return pyworld.synthesize(f0, envelope, src["aperiodicity"], self.sample_rate, FRAME_PERIOD_MS)
 
 
+def _pair_frames(job: tuple[Pair, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One training pair -> (its DTW-aligned joint vectors, source F0, target F0, target speech mel-cepstra)."""
+    pair, sample_rate = job
+    audio = AudioConfig(sample_rate=sample_rate, trim_top_db=0.0)
+    src = world_features(read_audio(pair.source, audio), sample_rate)
+    tgt = world_features(read_audio(pair.target, audio), sample_rate)
+    x, y = src["mcep"][src["speech"], 1:], tgt["mcep"][tgt["speech"], 1:]
+    path_x, path_y, _ = dtw(x, y)
+    joint = np.concatenate([with_deltas(x)[path_x], with_deltas(y)[path_y]], axis=1)
+    return joint, src["f0"], tgt["f0"], tgt["mcep"][tgt["speech"]]
+
+
 def train_gmm_peer(
     pairs: list[Pair],
     *,
@@ -241,21 +253,21 @@ def train_gmm_peer(
     sample_rate: int = 16000,
     gv_weight: float = 1.0,
     seed: int = 1,
+    workers: int = 2,
     progress: bool = True,
 ) -> GmmPeer:
-    """Fit the peer on (source, target) pairs: DTW-aligned joint GMM, log-F0 and GV statistics."""
-    audio = AudioConfig(sample_rate=sample_rate, trim_top_db=0.0)
+    """Fit the peer on (source, target) pairs: DTW-aligned joint GMM, log-F0 and GV statistics. The pairs
+    are analysed by ``workers`` processes (the result is the same for any number)."""
     gmm = JointDensityGMM(mixtures, seed)  # fails now, not after the analysis, without scikit-learn
-    joint, source_f0, target_f0, target_mcep = [], [], [], []
-    for pair in show_progress(pairs, desc="training pairs", unit="pair", disable=not progress):
-        src = world_features(read_audio(pair.source, audio), sample_rate)
-        tgt = world_features(read_audio(pair.target, audio), sample_rate)
-        x, y = src["mcep"][src["speech"], 1:], tgt["mcep"][tgt["speech"], 1:]
-        path_x, path_y, _ = dtw(x, y)
-        joint.append(np.concatenate([with_deltas(x)[path_x], with_deltas(y)[path_y]], axis=1))
-        source_f0.append(src["f0"])
-        target_f0.append(tgt["f0"])
-        target_mcep.append(tgt["mcep"][tgt["speech"]])
+    analysed = process_map(
+        _pair_frames,
+        [(pair, sample_rate) for pair in pairs],
+        workers,
+        desc="training pairs",
+        unit="pair",
+        progress=progress,
+    )
+    joint, source_f0, target_f0, target_mcep = (list(part) for part in zip(*analysed, strict=True))
     joint_frames = np.concatenate(joint)
     log.info("%d pairs, %d aligned frames; fitting %d mixtures", len(pairs), len(joint_frames), mixtures)
     gmm.fit(joint_frames)
@@ -269,17 +281,23 @@ def train_gmm_peer(
     )
 
 
-def convert_pairs(peer: GmmPeer, pairs: list[Pair], out_dir: str | Path, progress: bool = True) -> list[Path]:
-    """Convert every pair's source to OUT_DIR/<utt id>.wav; returns the files written."""
+def _convert_pair(job: tuple[GmmPeer, Pair, Path]) -> Path:
+    peer, pair, out_dir = job
+    path = out_dir / f"{pair.utt_id}.wav"
     audio = AudioConfig(sample_rate=peer.sample_rate, trim_top_db=0.0)
+    write_audio(path, peer.convert(read_audio(pair.source, audio)), peer.sample_rate)
+    return path
+
+
+def convert_pairs(
+    peer: GmmPeer, pairs: list[Pair], out_dir: str | Path, progress: bool = True, workers: int = 2
+) -> list[Path]:
+    """Convert every pair's source to OUT_DIR/<utt id>.wav over ``workers`` processes; returns the files
+    written."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for pair in show_progress(pairs, desc="converting", unit="utt", disable=not progress):
-        path = out_dir / f"{pair.utt_id}.wav"
-        write_audio(path, peer.convert(read_audio(pair.source, audio)), peer.sample_rate)
-        written.append(path)
-    return written
+    jobs = [(peer, pair, out_dir) for pair in pairs]
+    return process_map(_convert_pair, jobs, workers, desc="converting", unit="utt", progress=progress)
 
 
 def run_gmm_peer(
@@ -291,20 +309,26 @@ def run_gmm_peer(
     mixtures: int = 16,
     sample_rate: int = 16000,
     gv_weight: float = 1.0,
+    workers: int = 2,
     progress: bool = True,
 ) -> dict:
     """Train on the first ``pairs`` of ``train_list``, convert the sources of ``eval_list`` into
-    ``out_dir``. Returns {"pairs", "files", "train_minutes", "minutes"}."""
+    ``out_dir``, both over ``workers`` processes. Returns {"pairs", "files", "train_minutes", "minutes"}."""
     if not 0.0 <= gv_weight <= 1.0:
         raise VcError(f"the GV post-filter weight must lie in [0, 1], got {gv_weight}")
     started = time.monotonic()
     training = read_pair_list(train_list)[:pairs]
     evaluation = read_pair_list(eval_list)  # read before training: a wrong path fails at once
     peer = train_gmm_peer(
-        training, mixtures=mixtures, sample_rate=sample_rate, gv_weight=gv_weight, progress=progress
+        training,
+        mixtures=mixtures,
+        sample_rate=sample_rate,
+        gv_weight=gv_weight,
+        workers=workers,
+        progress=progress,
     )
     trained = time.monotonic()
-    files = convert_pairs(peer, evaluation, out_dir, progress=progress)
+    files = convert_pairs(peer, evaluation, out_dir, progress=progress, workers=workers)
     return dict(
         pairs=len(training),
         files=len(files),

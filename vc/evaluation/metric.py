@@ -51,6 +51,11 @@ class Metric:
     name = ""
     columns: tuple[Column, ...] = ()
     optional = True  # `vc score` may leave it out (its package missing, or not asked for)
+    # What a file's score depends on beyond its bytes and the sample rate (the score cache's key,
+    # vc/evaluation/score_cache.py): the distributions whose models or code compute it, and ``version``,
+    # raised whenever this module's own way of scoring changes.
+    packages: tuple[str, ...] = ()
+    version = 1
 
     def unavailable(self) -> str | None:
         """Why the family cannot run here (a missing package, and how to get it), or None."""
@@ -65,6 +70,10 @@ class Metric:
 
     def score(self, model: Any, wave: np.ndarray, job: FileJob) -> dict:
         raise NotImplementedError
+
+    def depends_on(self, job: FileJob) -> dict:
+        """What else of ``job`` the file's score depends on (values; a Path counts by its contents)."""
+        return {}
 
     def finish(self, row: dict, found: dict) -> None:
         """Turn ``row``'s raw values (one utterance) into its columns' values, in place."""

@@ -326,6 +326,10 @@ class Distances(Metric):
         Column("F0 corr", "f0_corr", "{:.3f}"),
         Column("duration ratio", "duration_ratio", "{:.3f}"),
     )
+    packages = ("pyworld", "pysptk", "scipy", "numpy")
+
+    def depends_on(self, job: FileJob) -> dict:
+        return {"reference": job.reference, "f0_method": job.f0_method}
 
     def score(self, model, wave: np.ndarray, job: FileJob) -> dict:
         if job.reference is None:

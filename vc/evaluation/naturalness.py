@@ -84,6 +84,7 @@ class Naturalness(Metric):
         Column("MOS ovrl", "mos_ovrl", "{:.2f}", headline=True),
         Column("MOS sig", "mos_sig", "{:.2f}"),
     )
+    packages = MODULES
 
     def unavailable(self) -> str | None:
         return unavailable()

@@ -61,9 +61,13 @@ class Intelligibility(Metric):
             "CER [%]", "cer", "{:.1f}", lower_is_better=True, headline=True, pooled=("char_edits", "chars")
         ),
     )
+    packages = MODULES
 
     def unavailable(self) -> str | None:
         return unavailable()
+
+    def depends_on(self, job: FileJob) -> dict:
+        return {"text": job.text}
 
     def missing_input(self, transcripts, speakers) -> str | None:
         if not transcripts:

@@ -22,11 +22,10 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import multiprocessing
 import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +38,9 @@ from vc.config import AudioConfig, Config
 from vc.errors import DataError, VcError
 from vc.evaluation import registry, speaker
 from vc.evaluation.metric import FileJob
+from vc.evaluation.score_cache import ScoreCache
 from vc.fileio import atomic_write_text
+from vc.parallel import process_map
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 
 # Speaker centroids use at most this many training files per speaker, spread over the list.
@@ -77,15 +78,13 @@ def _worker_init() -> None:
     warnings.simplefilter("ignore")
 
 
-def _run_job(job: FileJob) -> dict:
-    """Worker: every requested score of one file; errors name the utterance."""
+def _run_job(job: FileJob) -> dict[str, dict]:
+    """Worker: family -> its scores of one file, for every family the job asks for; errors name the
+    utterance."""
     config = AudioConfig(sample_rate=job.sample_rate, trim_top_db=0.0)
     try:
         wave = read_audio(job.path, config)
-        row: dict = {}
-        for name in job.families:
-            row.update(registry.families()[name].score(_MODELS.get(name), wave, job))
-        return row
+        return {name: registry.families()[name].score(_MODELS.get(name), wave, job) for name in job.families}
     except VcError as exc:
         raise type(exc)(f"{job.utt} ({job.path}): {exc}") from None
 
@@ -140,26 +139,14 @@ def _spread(paths: list[Path], count: int) -> list[Path]:
     return [paths[int(k * len(paths) / count)] for k in range(count)]
 
 
-def _run_pool(jobs: list[FileJob], workers: int, progress: bool) -> list[dict]:
-    workers = max(1, min(workers, len(jobs)))
-    rows = []
-    with show_progress(total=len(jobs), desc="scoring", unit="file", disable=not progress) as bar:
-        if workers == 1:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                for job in jobs:
-                    rows.append(_run_job(job))
-                    bar.update(1)
-            return rows
-        pool = multiprocessing.get_context().Pool(workers, initializer=_worker_init)
-        try:
-            for row in pool.imap(_run_job, jobs):  # keeps the order of jobs
-                rows.append(row)
-                bar.update(1)
-        finally:
-            pool.terminate()
-            pool.join()
-    return rows
+def _run_pool(jobs: list[FileJob], workers: int, progress: bool) -> list[dict[str, dict]]:
+    if workers == 1 or len(jobs) <= 1:  # in this process: its library warnings are silenced here
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return process_map(_run_job, jobs, 1, desc="scoring", unit="file", progress=progress)
+    return process_map(
+        _run_job, jobs, workers, desc="scoring", unit="file", progress=progress, initializer=_worker_init
+    )
 
 
 def score_systems(
@@ -174,6 +161,7 @@ def score_systems(
     progress: bool = True,
     f0_method: str = "dio",
     centroid_cache: Path | None = None,
+    cache_dir: Path | None = None,
 ) -> dict:
     """Score every system's files for the utterances of the first system.
 
@@ -184,7 +172,10 @@ def score_systems(
     path}}, "transcripts": {utt: text}} (see ``summarize`` for the row keys).
     ``centroid_cache``: a JSON file keeping the speaker centroids and the files they came
     from; read when it was made from the same files, else (re)written, so scoring several
-    folders against one target embeds its training files once.
+    folders against one target embeds its training files once. ``cache_dir``: a score cache
+    (vc/evaluation/score_cache.py): files scored before with everything their scores depend on unchanged
+    are read from it, the others scored and kept there; "from_cache" says, per row, how many files the
+    cache held whole.
     """
     reference_dir = Path(reference_dir)
     ready, missing = available_families(families)
@@ -226,7 +217,7 @@ def score_systems(
                     FileJob(f"centroid:{role}", p.stem, p, sample_rate, families=("similarity",))
                     for p in paths
                 ]
-    results = _run_pool(jobs, workers, progress)
+    results, held = _scores(jobs, workers, progress, ScoreCache(cache_dir) if cache_dir else None)
     centroids = {**_centroids(jobs, results), **cached}
     if centroid_cache and "similarity" in ready and len(cached) < len(chosen):
         _write_centroids(centroid_cache, chosen, centroids)
@@ -235,7 +226,45 @@ def score_systems(
         per_utt = {job.utt: res for job, res in zip(jobs, results, strict=True) if job.row == system.name}
         rows[system.name] = summarize(per_utt, centroids)
     used = {utt: transcripts[utt] for utt in utts if utt in (transcripts or {})}
-    return {"rows": rows, "missing": missing, "files": files, "transcripts": used}
+    from_cache = {
+        system.name: sum(whole for job, whole in zip(jobs, held, strict=True) if job.row == system.name)
+        for system in systems
+    }
+    return {"rows": rows, "missing": missing, "files": files, "transcripts": used, "from_cache": from_cache}
+
+
+def _scores(
+    jobs: list[FileJob], workers: int, progress: bool, cache: ScoreCache | None
+) -> tuple[list[dict], list[bool]]:
+    """(each job's scores, its families' values merged; whether the cache held all of them): what the
+    cache holds is read, the rest scored in the pool and kept."""
+    metrics = registry.families()
+    found: list[dict[str, dict]] = [{} for _ in jobs]
+    keys: list[dict[str, str]] = [{} for _ in jobs]
+    if cache is not None:
+        for index, job in enumerate(jobs):
+            for name in job.families:
+                keys[index][name] = cache.key(metrics[name], job)
+                values = cache.read(keys[index][name])
+                if values is not None:
+                    found[index][name] = values
+    todo = [
+        (index, replace(job, families=tuple(name for name in job.families if name not in found[index])))
+        for index, job in enumerate(jobs)
+    ]
+    todo = [(index, job) for index, job in todo if job.families]
+    scored = _run_pool([job for _, job in todo], workers, progress)
+    for (index, _), per_family in zip(todo, scored, strict=True):
+        for name, values in per_family.items():
+            if cache is not None:
+                cache.write(keys[index][name], values)
+            found[index][name] = values
+    fresh = {index for index, _ in todo}
+    merged = [
+        {key: value for name in job.families for key, value in found[index][name].items()}
+        for index, job in enumerate(jobs)
+    ]
+    return merged, [index not in fresh for index in range(len(jobs))]
 
 
 def _read_centroids(path: Path, chosen: dict[str, list[Path]]) -> dict[str, np.ndarray]:

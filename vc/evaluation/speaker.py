@@ -63,6 +63,7 @@ class Similarity(Metric):
         Column("sim to src", "sim_source", "{:.3f}", lower_is_better=True),
         Column("closer to tgt [%]", "closer_to_target", "{:.0f}"),
     )
+    packages = ("resemblyzer", "webrtcvad", "torch", "librosa")
 
     def unavailable(self) -> str | None:
         return unavailable()

@@ -87,6 +87,7 @@ def score_against_references(
     name: str = MODEL,
     extra_systems: Iterable[tuple[str, str | Path]] = (),
     centroid_cache: str | Path | None = None,
+    cache_dir: str | Path | None = None,
     workers: int = 2,
     progress: bool = True,
 ) -> dict:
@@ -95,7 +96,8 @@ def score_against_references(
     ``name`` is the model row's name. ``extra_systems``, (row name, folder) pairs, are more rows
     (a classical peer, another model) scored exactly as ``converted``, listed right after it.
     The result's "model_row" says which row is the model (the listening report reads it).
-    ``vocoders``: a ceiling row through each (with ``ceiling``).
+    ``vocoders``: a ceiling row through each (with ``ceiling``). ``cache_dir``: the score cache
+    (score_systems).
     """
     config = load_config(config_path, stored=True) if config_path else Config()
     text = text or find_transcripts(reference)
@@ -135,6 +137,7 @@ def score_against_references(
             workers=workers,
             progress=progress,
             centroid_cache=Path(centroid_cache) if centroid_cache else None,
+            cache_dir=Path(cache_dir) if cache_dir else None,
         )
     result["config"] = str(config_path) if config_path else None
     result["checkpoint"] = str(checkpoint) if checkpoint else None  # the model: the report shows its run

@@ -26,10 +26,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-import os
 import re
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +41,7 @@ from vc.evaluation.optional import INSTALL_HINT, missing, pkg_resources_stand_in
 from vc.evaluation.transcripts import find_transcripts, normalize_text, read_transcripts
 from vc.fileio import atomic_write_text
 from vc.pairs import read_pair_list
-from vc.progress import progress as show_progress
+from vc.parallel import process_map
 from vc.training.data import load_features
 
 log = logging.getLogger(__name__)
@@ -267,20 +264,13 @@ def extract_phone_durations(
     jobs = [
         (str(recording), texts[p.utt_id], config.audio) for p in pairs for recording in (p.source, p.target)
     ]
-    workers = max(1, min(workers, os.cpu_count() or 1))
     aligned, unpronounced = [], set()
-    with (
-        show_progress(total=len(jobs), desc="phones", unit="file", disable=not progress) as bar,
-        ExitStack() as stack,
+    # each worker process its own aligner
+    for phones, missing_words in process_map(
+        _align, jobs, workers, desc="phones", unit="file", progress=progress, chunksize=8
     ):
-        if workers == 1:
-            results = map(_align, jobs)
-        else:  # each worker process its own aligner; the pool ends with this block, an error included
-            results = stack.enter_context(ProcessPoolExecutor(workers)).map(_align, jobs, chunksize=8)
-        for phones, missing_words in results:
-            aligned.append(phones)
-            unpronounced |= missing_words
-            bar.update(1)
+        aligned.append(phones)
+        unpronounced |= missing_words
     factor = config.model.encoder_reduction_factor
     frame_seconds = config.audio.hop_length / config.audio.sample_rate
     durations, alignments, unaligned = {}, {}, []
