@@ -28,7 +28,6 @@ import torch
 from benchlib import Setup, list_pairs, read_waves
 from report import matched_quality_lines
 
-import vc.kinds  # noqa: F401  (registers the model sections the config is read with)
 from vc.audio import LogMel
 from vc.audio.griffin_lim import griffin_lim, spectral_convergence
 from vc.config import load_config

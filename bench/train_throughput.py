@@ -33,7 +33,6 @@ def list_paths(setup: Setup) -> tuple[Path, Path]:
 
 def write_lists(setup: Setup) -> None:
     """A training list with just the pairs the fixed batches need, and a 4-pair dev list."""
-    import vc.kinds  # noqa: F401  (registers the model sections the config is read with)
     from vc.config import load_config
     from vc.pairs import write_pair_list
 

@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 import torch
 
-import vc.kinds  # noqa: F401  (registers the model sections every config is read with; vc/config.py)
 from tests.browser import find_chromium
 from tests.helpers import save_tiny_checkpoint
 

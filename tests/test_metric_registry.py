@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tests.helpers import needs
 from tests.synthetic_exp import UTTS, make_experiment
@@ -53,3 +54,47 @@ def test_a_new_metric_shows_up_in_score_compare_and_the_report(tmp_path, monkeyp
     assert main(["report", str(exp), "--no-progress", "--out", str(out)]) == 0
     page = (out / "index.html").read_text()
     assert "<th>loudness [dB]</th>" in page and 'value="loudness_db"' in page  # a column, a sort key
+
+
+class Contrast(Metric):
+    """The test's metric module with a per-run setup: each file's level against the mean level of the
+    run's own files (here the speakers' training files), as similarity's centroids are."""
+
+    name = "contrast"
+    columns = (Column("contrast [dB]", "contrast_db", "{:.1f}", headline=True),)
+
+    def run_files(self, transcripts, speakers) -> dict:
+        return {"target": list((speakers or {}).get("target", []))}
+
+    def run_found(self, scored: dict) -> dict:
+        return {"contrast_mean_db": float(np.mean([s["level_db"] for s in scored.get("target", [])]))}
+
+    def score(self, model, wave: np.ndarray, job: FileJob) -> dict:
+        return {"level_db": float(20 * np.log10(np.sqrt(np.mean(wave**2))))}
+
+    def finish(self, row: dict, found: dict) -> None:
+        row["contrast_db"] = row.pop("level_db") - found["contrast_mean_db"]
+
+
+def test_a_metric_with_a_per_run_setup_is_one_module_and_one_line(tmp_path, monkeypatch):
+    from vc.evaluation.scoring import System, score_systems
+
+    monkeypatch.setattr(registry, "METRICS", (*registry.METRICS, Contrast()))  # the one registry line
+    folder = tmp_path / "files"
+    folder.mkdir()
+    tone = np.sin(2 * np.pi * 200 * np.arange(8000) / 16000)
+    for utt, gain in (("u1", 0.1), ("u2", 0.2)):
+        write_audio(folder / f"{utt}.wav", gain * tone, 16000)
+    result = score_systems(
+        [System("model", folder, distances=False)],
+        folder,
+        speakers={"target": [folder / "u1.wav", folder / "u2.wav"]},
+        families=("contrast",),
+        workers=1,
+        progress=False,
+    )
+    per_utt = result["rows"]["model"]["per_utterance"]
+    # the run's files are u1 and u2 themselves: their levels sit 3 dB either side of their mean
+    assert per_utt["u2"]["contrast_db"] - per_utt["u1"]["contrast_db"] == pytest.approx(6.02, abs=0.01)
+    assert per_utt["u1"]["contrast_db"] == pytest.approx(-per_utt["u2"]["contrast_db"], abs=1e-6)
+    assert "run files:contrast:target" not in result["rows"]  # the run's files are no row

@@ -8,6 +8,8 @@ that name the valid keys: a typo must never be silently ignored.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.metadata
 import types
 import typing
 from collections.abc import Callable
@@ -17,6 +19,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from vc import DIST_NAME
 from vc.errors import ConfigError
 
 
@@ -82,22 +85,34 @@ class ModelConfig:
                     raise ConfigError(f"model.{key} must be odd (to keep lengths), got {getattr(self, key)}")
 
 
-# The model kinds' sections by name. A kind owns its settings (vc/kinds/), and vc.kinds, when imported,
-# registers what lists them (its registry of kinds); this module imports nothing above it. So code that
-# reads a config imports vc.kinds first: every module of vc that reads one does (tests/test_layout.py
-# checks it), and so does the suite's conftest.py.
-_SECTIONS: list[Callable[[], dict[str, type[ModelConfig]]]] = []
+# The model kinds' sections by name. A kind owns its settings (vc/kinds/), and this module imports
+# nothing above it: the package's entry point "vc: model_sections" (pyproject.toml) names the function
+# of vc.kinds that lists them, and reading a config asks it, so `Config()` needs no import beforehand
+# and a kind added to vc.kinds.KINDS (a test's toy kind) is read like the others.
+ENTRY_POINT_GROUP = "vc"
 
 
-def register_model_sections(sections: Callable[[], dict[str, type[ModelConfig]]]) -> None:
-    """``sections()``: model.kind -> the class of its model section, asked each time a config is read."""
-    _SECTIONS[:] = [sections]
+@functools.cache
+def _sections_function() -> Callable[[], dict[str, type[ModelConfig]]]:
+    # Every copy's metadata, not entry_points()'s first per name: a stale vc_tacotron.egg-info in a
+    # checkout (a build's leftover, first on sys.path) must not hide the installed package's.
+    found = [
+        entry
+        for distribution in importlib.metadata.distributions(name=DIST_NAME)
+        for entry in distribution.entry_points
+        if entry.group == ENTRY_POINT_GROUP and entry.name == "model_sections"
+    ]
+    if not found:
+        raise ConfigError(
+            "vc's model kinds are not registered: install the package (pip install -e .) so its entry "
+            "points exist"
+        )
+    return found[0].load()
 
 
 def model_sections() -> dict[str, type[ModelConfig]]:
-    if not _SECTIONS:
-        raise ConfigError("no model kinds are registered: import vc.kinds before reading a config")
-    return _SECTIONS[0]()
+    """model.kind -> the class of its model section, as vc.kinds lists them now."""
+    return _sections_function()()
 
 
 def model_section(kind: str) -> type[ModelConfig]:

@@ -311,8 +311,7 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
         --source "$(eval_folder 2)" --config "$exp/config.yaml" --checkpoint "$model" \
         --train-list "$data/train.tsv" --ceiling-dir "$exp/converted/ceiling" --vocoders "$vocoders" \
         "${systems[@]+"${systems[@]}"}" \
-        --out "$exp/scores.txt" --json "$exp/scores.json" --centroid-cache "$exp/speaker_centroids.json" \
-        --cache "$score_cache" --overwrite
+        --out "$exp/scores.txt" --json "$exp/scores.json" --cache "$score_cache" --overwrite
 fi
 run_stage 7 "report" vc report "$exp" --scores "$exp/scores.json" --overwrite
 unseen_voices() {  # stage 8: make the inputs, convert and score each voice, then the seen vs unseen table
@@ -328,8 +327,7 @@ unseen_voices() {  # stage 8: make the inputs, convert and score each voice, the
         vc convert --checkpoint "$model" --out-dir "$exp/converted/unseen/$voice" "$dir"
         vc score --converted "$exp/converted/unseen/$voice" --reference "$(eval_folder 3)" --source "$dir" \
             --config "$exp/config.yaml" --train-list "$data/train.tsv" --no-ceiling --no-natural \
-            --centroid-cache "$exp/speaker_centroids.json" --cache "$score_cache" \
-            --json "$exp/unseen_scores/$voice.json"
+            --cache "$score_cache" --json "$exp/unseen_scores/$voice.json"
     done
     ./local/unseen_table.py "$exp"
 }

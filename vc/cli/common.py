@@ -100,7 +100,6 @@ def add_experiment_args(sub: argparse.ArgumentParser) -> None:
 
 def experiment_config(args):
     """The experiment's config: --config, then the overrides (--set first, then the positional ones)."""
-    import vc.kinds  # noqa: F401  (registers the model sections a config is read with)
     from vc.config import load_config
 
     return load_config(args.config, [*args.set_overrides, *args.overrides])

@@ -57,15 +57,11 @@ def add_parser(commands) -> None:
         'e.g. "GMM peer=EXP/converted/gmm"',
     )
     sub.add_argument(
-        "--centroid-cache",
-        metavar="FILE",
-        help="keep the speaker centroids in FILE and reuse them while their training files are the same",
-    )
-    sub.add_argument(
         "--cache",
         metavar="DIR",
-        help="keep every file's scores in DIR and read them back while the file and everything its "
-        "scores depend on are unchanged (another run, another row of the same recordings)",
+        help="keep every file's scores in DIR (the speaker centroids' training files too) and read them "
+        "back while the file and everything its scores depend on are unchanged (another run, another "
+        "row of the same recordings)",
     )
     sub.add_argument("--out", help="also write the table to this file")
     sub.add_argument("--json", help="write every score (per utterance too) to this JSON file")
@@ -120,7 +116,6 @@ def run(args) -> None:
         natural=not args.no_natural,
         name=args.name,
         extra_systems=args.systems,
-        centroid_cache=args.centroid_cache,
         cache_dir=args.cache,
         workers=args.workers,
         progress=not args.no_progress,

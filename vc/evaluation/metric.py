@@ -27,6 +27,7 @@ class Column:
     pooled: tuple[str, str] | None = (
         None  # (edits, total) keys: 100 x their sums over utterances, else a mean
     )
+    report_rank: int | None = None  # the listening report sorts worst first by the lowest rank a run has
 
 
 @dataclass
@@ -45,8 +46,9 @@ class FileJob:
 
 class Metric:
     """A metric family. ``score`` runs in a scoring worker, once per file, with the model ``load`` made
-    there; ``finish`` turns a file's raw values into its columns' (with what the whole run found, e.g. the
-    speaker centroids), once every file is scored."""
+    there; a family may score files of its own once per run (``run_files``, e.g. the training files of
+    the speaker centroids) and turn them into what every file needs (``run_found``); ``finish`` turns a
+    file's raw values into its columns', once every file is scored."""
 
     name = ""
     columns: tuple[Column, ...] = ()
@@ -71,9 +73,19 @@ class Metric:
     def score(self, model: Any, wave: np.ndarray, job: FileJob) -> dict:
         raise NotImplementedError
 
+    def run_files(self, transcripts: dict | None, speakers: dict | None) -> dict[str, list[Path]]:
+        """Files this family scores once per run besides the rows' (role -> files), e.g. the training
+        files that give the speaker centroids; their scores reach ``run_found``."""
+        return {}
+
+    def run_found(self, scored: dict[str, list[dict]]) -> dict:
+        """What ``run_files``' scores (role -> each file's) give every file's ``finish`` (its ``found``)."""
+        return {}
+
     def depends_on(self, job: FileJob) -> dict:
         """What else of ``job`` the file's score depends on (values; a Path counts by its contents)."""
         return {}
 
     def finish(self, row: dict, found: dict) -> None:
-        """Turn ``row``'s raw values (one utterance) into its columns' values, in place."""
+        """Turn ``row``'s raw values (one utterance) into its columns' values, in place; ``found``: what
+        every family's ``run_found`` gave."""

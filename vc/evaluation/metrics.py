@@ -321,7 +321,7 @@ class Distances(Metric):
     name = "distances"
     optional = False  # `vc score` always computes them (require_analysis_libraries fails early without)
     columns = (
-        Column("MCD [dB]", "mcd", "{:.2f}", lower_is_better=True, headline=True),
+        Column("MCD [dB]", "mcd", "{:.2f}", lower_is_better=True, headline=True, report_rank=1),
         Column("F0 RMSE [Hz]", "f0_rmse", "{:.1f}", lower_is_better=True, headline=True),
         Column("F0 corr", "f0_corr", "{:.3f}"),
         Column("duration ratio", "duration_ratio", "{:.3f}"),

@@ -55,7 +55,13 @@ class Intelligibility(Metric):
     name = "intelligibility"
     columns = (
         Column(
-            "WER [%]", "wer", "{:.1f}", lower_is_better=True, headline=True, pooled=("word_edits", "words")
+            "WER [%]",
+            "wer",
+            "{:.1f}",
+            lower_is_better=True,
+            headline=True,
+            pooled=("word_edits", "words"),
+            report_rank=0,
         ),
         Column(
             "CER [%]", "cer", "{:.1f}", lower_is_better=True, headline=True, pooled=("char_edits", "chars")

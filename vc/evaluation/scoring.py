@@ -20,7 +20,6 @@ which and how to get it; the other columns are still computed.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import tempfile
 import warnings
@@ -36,15 +35,14 @@ from vc.audio.dsp import with_silence
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import AudioConfig, Config
 from vc.errors import DataError, VcError
-from vc.evaluation import registry, speaker
+from vc.evaluation import registry
 from vc.evaluation.metric import FileJob
 from vc.evaluation.score_cache import ScoreCache
-from vc.fileio import atomic_write_text
 from vc.parallel import process_map
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 
-# Speaker centroids use at most this many training files per speaker, spread over the list.
-CENTROID_FILES = 50
+# The row of the files a family scores once per run (Metric.run_files): RUN_FILES + family + ":" + role.
+RUN_FILES = "run files:"
 
 
 @dataclass
@@ -132,13 +130,6 @@ def available_families(wanted: Iterable[str] | None = None) -> tuple[list[str], 
     return ready, missing
 
 
-def _spread(paths: list[Path], count: int) -> list[Path]:
-    """At most ``count`` paths evenly spread over the (sorted) list."""
-    if len(paths) <= count:
-        return list(paths)
-    return [paths[int(k * len(paths) / count)] for k in range(count)]
-
-
 def _run_pool(jobs: list[FileJob], workers: int, progress: bool) -> list[dict[str, dict]]:
     if workers == 1 or len(jobs) <= 1:  # in this process: its library warnings are silenced here
         with warnings.catch_warnings():
@@ -160,7 +151,6 @@ def score_systems(
     workers: int = 2,
     progress: bool = True,
     f0_method: str = "dio",
-    centroid_cache: Path | None = None,
     cache_dir: Path | None = None,
 ) -> dict:
     """Score every system's files for the utterances of the first system.
@@ -170,9 +160,8 @@ def score_systems(
     their packages, as does the predicted MOS. Returns {"rows": {name: means and
     "per_utterance"}, "missing": [why a family is absent], "files": {utt: {row:
     path}}, "transcripts": {utt: text}} (see ``summarize`` for the row keys).
-    ``centroid_cache``: a JSON file keeping the speaker centroids and the files they came
-    from; read when it was made from the same files, else (re)written, so scoring several
-    folders against one target embeds its training files once. ``cache_dir``: a score cache
+    A family may score files of its own once per run (Metric.run_files: the training files that
+    give the speaker centroids). ``cache_dir``: a score cache
     (vc/evaluation/score_cache.py): files scored before with everything their scores depend on unchanged
     are read from it, the others scored and kept there; "from_cache" says, per row, how many files the
     cache held whole.
@@ -207,24 +196,25 @@ def score_systems(
                     f0_method=f0_method,
                 )
             )
-    cached: dict[str, np.ndarray] = {}
-    if "similarity" in ready:
-        chosen = {role: _spread(sorted(paths), CENTROID_FILES) for role, paths in speakers.items()}
-        cached = _read_centroids(centroid_cache, chosen) if centroid_cache else {}
-        for role, paths in chosen.items():
-            if role not in cached:
-                jobs += [
-                    FileJob(f"centroid:{role}", p.stem, p, sample_rate, families=("similarity",))
-                    for p in paths
-                ]
+    # Files a family scores once per run besides the rows' (the speaker centroids' training files).
+    metrics = registry.families()
+    for name in ready:
+        for role, paths in metrics[name].run_files(transcripts, speakers).items():
+            jobs += [
+                FileJob(f"{RUN_FILES}{name}:{role}", p.stem, p, sample_rate, families=(name,)) for p in paths
+            ]
     results, held = _scores(jobs, workers, progress, ScoreCache(cache_dir) if cache_dir else None)
-    centroids = {**_centroids(jobs, results), **cached}
-    if centroid_cache and "similarity" in ready and len(cached) < len(chosen):
-        _write_centroids(centroid_cache, chosen, centroids)
+    found: dict = {}
+    for name in ready:
+        scored: dict[str, list[dict]] = {}
+        for job, result in zip(jobs, results, strict=True):
+            if job.row.startswith(f"{RUN_FILES}{name}:"):
+                scored.setdefault(job.row.rsplit(":", 1)[1], []).append(result)
+        found.update(metrics[name].run_found(scored))
     rows = {}
     for system in systems:
         per_utt = {job.utt: res for job, res in zip(jobs, results, strict=True) if job.row == system.name}
-        rows[system.name] = summarize(per_utt, centroids)
+        rows[system.name] = summarize(per_utt, found)
     used = {utt: transcripts[utt] for utt in utts if utt in (transcripts or {})}
     from_cache = {
         system.name: sum(whole for job, whole in zip(jobs, held, strict=True) if job.row == system.name)
@@ -267,44 +257,14 @@ def _scores(
     return merged, [index not in fresh for index in range(len(jobs))]
 
 
-def _read_centroids(path: Path, chosen: dict[str, list[Path]]) -> dict[str, np.ndarray]:
-    """The cached centroids of the roles whose file lists are unchanged; {} without a usable cache."""
-    try:
-        cache = json.loads(Path(path).read_text())
-        return {
-            role: np.asarray(cache[role]["centroid"], dtype=np.float32)
-            for role, paths in chosen.items()
-            if role in cache and cache[role]["files"] == [str(p) for p in paths]
-        }
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}  # absent or unreadable: computed again and rewritten
-
-
-def _write_centroids(path: Path, chosen: dict[str, list[Path]], centroids: dict[str, np.ndarray]) -> None:
-    cache = {
-        role: {"files": [str(p) for p in paths], "centroid": centroids[role].tolist()}
-        for role, paths in chosen.items()
-        if role in centroids
-    }
-    atomic_write_text(Path(path), json.dumps(cache) + "\n")
-
-
-def _centroids(jobs: list[FileJob], results: list[dict]) -> dict[str, np.ndarray]:
-    embeddings: dict[str, list[np.ndarray]] = {}
-    for job, result in zip(jobs, results, strict=True):
-        if job.row.startswith("centroid:"):
-            embeddings.setdefault(job.row.split(":", 1)[1], []).append(result["embedding"])
-    return {role: speaker.centroid(found) for role, found in embeddings.items()}
-
-
-def summarize(per_utt: dict[str, dict], centroids: dict[str, np.ndarray]) -> dict:
-    """Each family's per-utterance values finished (vc/evaluation/metric.py), then each column summed
-    up over utterances: means (NaNs skipped), error rates pooled over words and characters.
+def summarize(per_utt: dict[str, dict], found: dict) -> dict:
+    """Each family's per-utterance values finished (vc/evaluation/metric.py) with what the run's own files
+    gave (``found``, Metric.run_found), then each column summed up over utterances: means (NaNs
+    skipped), error rates pooled over words and characters.
 
     Keys: the registry's columns (vc/evaluation/registry.py) that any utterance has, utterances, and
     per_utterance (the same per file, with the recognised text as hypothesis).
     """
-    found = {"centroids": centroids}
     for row in per_utt.values():
         for metric in registry.METRICS:
             metric.finish(row, found)

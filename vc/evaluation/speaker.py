@@ -18,6 +18,8 @@ from vc.evaluation.optional import INSTALL_HINT, missing, pkg_resources_stand_in
 
 MODULES = ("resemblyzer", "webrtcvad")
 SAMPLE_RATE = 16000
+# A speaker's centroid is embedded from at most this many of its training files, spread over the list.
+CENTROID_FILES = 50
 
 
 def unavailable() -> str | None:
@@ -42,6 +44,14 @@ class SpeakerEncoder:
         if prepared.size == 0:  # the VAD found no speech: embed what there is
             prepared = np.asarray(wave, dtype=np.float32)
         return np.asarray(self.encoder.embed_utterance(prepared), dtype=np.float64)
+
+
+def spread(paths: list, count: int) -> list:
+    """At most ``count`` items evenly spread over the (sorted) list."""
+    paths = sorted(paths)
+    if len(paths) <= count:
+        return paths
+    return [paths[int(k * len(paths) / count)] for k in range(count)]
 
 
 def centroid(embeddings: list[np.ndarray]) -> np.ndarray:
@@ -72,6 +82,14 @@ class Similarity(Metric):
         if not (speakers and speakers.get("target")):
             return "speaker similarity: no training files for the speaker centroids (--train-list)"
         return None
+
+    def run_files(self, transcripts, speakers) -> dict[str, list]:
+        return {role: spread(paths, CENTROID_FILES) for role, paths in (speakers or {}).items()}
+
+    def run_found(self, scored: dict[str, list[dict]]) -> dict:
+        return {
+            "centroids": {role: centroid([s["embedding"] for s in found]) for role, found in scored.items()}
+        }
 
     def load(self) -> SpeakerEncoder:
         return SpeakerEncoder()

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import torch
 
-import vc.kinds  # noqa: F401  (registers the model sections a config is read with)
 from vc.audio import AUDIO_FORMATS
 from vc.config import Config, load_config
 from vc.errors import DataError
@@ -86,7 +85,6 @@ def score_against_references(
     natural: bool = True,
     name: str = MODEL,
     extra_systems: Iterable[tuple[str, str | Path]] = (),
-    centroid_cache: str | Path | None = None,
     cache_dir: str | Path | None = None,
     workers: int = 2,
     progress: bool = True,
@@ -136,7 +134,6 @@ def score_against_references(
             speakers=_speaker_files(train_list),
             workers=workers,
             progress=progress,
-            centroid_cache=Path(centroid_cache) if centroid_cache else None,
             cache_dir=Path(cache_dir) if cache_dir else None,
         )
     result["config"] = str(config_path) if config_path else None

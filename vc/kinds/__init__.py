@@ -3,14 +3,15 @@ conversion makes for it (vc/kinds/base.py says what a kind answers).
 
 The model's training job, the monitor, the Converter, teacher forcing and the durations tools ask
 ``get_kind(config.model.kind)``. Adding a kind is one module and one line in KINDS. Importing this
-package lets vc.config read each kind's model section (the class KINDS names for it).
+package's ``model_sections`` gives vc.config each kind's model section (the class KINDS names for it)
+when a config is read.
 """
 
 from __future__ import annotations
 
 from torch import nn
 
-from vc.config import ModelConfig, register_model_sections
+from vc.config import ModelConfig
 from vc.errors import ConfigError
 from vc.kinds.attention import ATTENTION
 from vc.kinds.base import DevViews, ModelKind
@@ -21,8 +22,12 @@ from vc.kinds.recognition_synthesis import RECOGNITION_SYNTHESIS
 KINDS: dict[str, ModelKind] = {
     kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE, FRAMEWISE, RECOGNITION_SYNTHESIS)
 }
-# Reading a config needs each kind's section (vc/config.py): what KINDS holds when the config is read.
-register_model_sections(lambda: {name: kind.config for name, kind in KINDS.items()})
+
+
+def model_sections() -> dict[str, type[ModelConfig]]:
+    """model.kind -> its section's class, what KINDS holds now: vc.config asks it, when it reads a config,
+    through the package's entry point "vc: model_sections" (pyproject.toml)."""
+    return {name: kind.config for name, kind in KINDS.items()}
 
 
 def get_kind(name: str) -> ModelKind:
@@ -38,4 +43,4 @@ def build_model(n_mels: int, config: ModelConfig) -> nn.Module:
     return get_kind(config.kind).build(n_mels, config)
 
 
-__all__ = ["KINDS", "DevViews", "ModelKind", "build_model", "get_kind"]
+__all__ = ["KINDS", "DevViews", "ModelKind", "build_model", "get_kind", "model_sections"]

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-import vc.kinds  # noqa: F401  (registers the model sections a config is read with)
 from vc.config import AudioConfig, load_config
 from vc.errors import DataError, VcError
 from vc.evaluation import registry
@@ -322,9 +321,8 @@ def sort_keys(exp: Experiment) -> list[Column]:
     ]  # CER: per utterance only
     keys = [c for c in keys if c.key != "utterances"]
     keys = [c for c in keys if any(as_number(u.model_scores.get(c.key)) is not None for u in exp.utterances)]
-    default = next((c for c in keys if c.key == "wer"), None) or next(
-        (c for c in keys if c.key == "mcd"), None
-    )
+    ranks = {c.key: c.report_rank for c in registry.columns() if c.report_rank is not None}
+    default = min((c for c in keys if c.key in ranks), key=lambda c: ranks[c.key], default=None)
     if default is not None:
         keys.remove(default)
         keys.insert(0, default)

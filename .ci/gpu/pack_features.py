@@ -1,6 +1,6 @@
 """A third of the many-voice training data, small enough to travel to a GPU machine (64 MiB with the repo).
 
-    python egs/arctic/vc1/local/gpu/pack_features.py EXP/features/train-HASH.pt EXP/features/dev-HASH.pt gpu_carry/feats.xz
+    python .ci/gpu/pack_features.py EXP/features/train-HASH.pt EXP/features/dev-HASH.pt gpu_carry/feats.xz
 
 Reads the feature caches of `run.sh --tts_voices yes --tag any2one_tts` and keeps every bdl pair and,
 of each of the seven TTS voices, the prompts whose index modulo 3 is the voice's index modulo 3 (3107

@@ -2,7 +2,7 @@
 # The CUDA paths on one GPU, in one call (docs/results.md, "On a GPU"): AMP against fp32 training (40 steps
 # each), `vc convert` on the GPU and on the CPU, then the many-voice model (conf/any2one.yaml, batch 64)
 # trained for what is left of BUDGET seconds, and its last 3 snapshots averaged. Its data is
-# gpu_carry/feats.xz, written here by egs/arctic/vc1/local/gpu/pack_features.py (the GPU machine has neither the corpus
+# gpu_carry/feats.xz, written here by .ci/gpu/pack_features.py (the GPU machine has neither the corpus
 # nor the TTS voices); gpu_carry/ (git-ignored, carried) also holds copies of this folder's scripts and eight
 # eval FLACs of bdl (arctic_b0440..b0447).
 #   bash gpu_carry/run.sh OUT [BUDGET_S=540] [DEVICE=cuda]    (CHECK_STEPS, MAX_STEPS, TRAIN_EVAL: smaller local trials)

@@ -8,7 +8,7 @@
 # wheels of librosa and soundfile and their needs) holds: train.tsv dev.tsv eval.tsv (the first 40 / 10
 # / 4 pairs of the recipe's lists, paths wav/... beside them), wav/ (their FLACs), durations.pt and
 # phones.json (the recipe's EXP/durations_phones.pt and its phone alignments).
-#   bash egs/arctic/vc1/local/gpu/loop.sh OUT [DEVICE=cuda] [STEPS=200]   (cpu 6: a local trial)
+#   bash .ci/gpu/loop.sh OUT [DEVICE=cuda] [STEPS=200]   (cpu 6: a local trial)
 #   QUICK=1: without the attention model and the student in fp32
 set -u
 OUT=${1:-$OUT}; DEV=${2:-cuda}; STEPS=${3:-200}
