@@ -22,6 +22,7 @@ from vc.config import Config, DataConfig, ModelConfig, TrainConfig, model_sectio
 from vc.evaluation import optional
 from vc.kinds import build_model
 from vc.training.data import load_features
+from vc.training.loop import Job, Loop, Update
 
 TINY_MELS = 6  # mel bands of every tiny model here
 
@@ -188,3 +189,38 @@ def teacher_forced_training_pairs(config: Config, checkpoint: Path):
         converter, [config.data.train_list], [p.target for p in pairs], targets, config.audio, progress=False
     )
     return outputs, targets, converter
+
+
+class _OneBatch(Job):
+    """A job of the training loop that lowers one loss of one network on one fixed batch."""
+
+    name = "overfit"
+
+    def __init__(self, model: torch.nn.Module, loss, lr: float, clip: float | None):
+        self.model, self.loss = model, loss
+        self.optimizers = {"model": torch.optim.Adam(model.parameters(), lr=lr)}
+        self.grad_clip = {"model": clip}
+        self.losses: list[float] = []
+
+    def batches(self, step: int):
+        while True:
+            yield None
+
+    def updates(self, batch, step: int):
+        loss = self.loss()
+        self.losses.append(loss.item())
+        yield Update(loss)
+
+    def evaluate(self, step: int) -> float:
+        return 0.0
+
+    def networks(self) -> dict[str, torch.nn.Module]:
+        return {"model": self.model}
+
+
+def fit(model: torch.nn.Module, loss, steps: int, lr: float, clip: float | None = None) -> list[float]:
+    """Train ``model`` for ``steps`` steps of Adam on ``loss()`` (a closure over one fixed batch) through
+    the one training loop (vc/training/loop.py); returns the loss before each step."""
+    job = _OneBatch(model, loss, lr, clip)
+    Loop(job, max_steps=steps, progress=False).run()
+    return job.losses

@@ -121,3 +121,27 @@ def test_a_new_kind_by_override_keeps_the_shared_settings_and_takes_its_own_defa
         load_config("default", ["model.kind=gan"])
     with pytest.raises(ConfigError, match="model.parallel_decoder_kernel must be odd"):
         load_config("framewise", ["model.parallel_decoder_kernel=4"])
+
+
+def test_kind_only_training_settings_from_the_train_section_are_read_into_the_kinds():
+    """train.stop_pos_weight, guided attention, duration_loss_weight and until_converts moved into the model
+    sections of the kinds that use them: an older config or checkpoint and an old override still read."""
+    old = {
+        "model": {"kind": "attention"},
+        "train": {"stop_pos_weight": 3.0, "guided_attention_weight": 0.5, "until_converts": True,
+                  "converts_focus": 0.6, "duration_loss_weight": 2.0, "max_steps": 7},
+    }  # fmt: skip
+    for stored in (False, True):
+        config = Config.from_dict(old, stored=stored)
+        model = config.model
+        assert (model.stop_pos_weight, model.guided_attention_weight) == (3.0, 0.5)
+        assert (model.until_converts, model.converts_focus, config.train.max_steps) == (True, 0.6, 7)
+        assert not hasattr(model, "duration_loss_weight")  # not the attention model's: it changed nothing
+        assert not hasattr(config.train, "stop_pos_weight")
+    student = Config.from_dict({"model": {"kind": "nonautoregressive"}, "train": {"duration_loss_weight": 2.0,
+                                "stop_pos_weight": 9.0}})  # fmt: skip
+    assert student.model.duration_loss_weight == 2.0 and not hasattr(student.model, "stop_pos_weight")
+    assert load_config("default", ["train.until_converts=false"]).model.until_converts is False
+    assert load_config("default").model.until_converts is True  # conf/default.yaml, in its model section
+    with pytest.raises(ConfigError, match="model.until_converts is a setting of model.kind attention"):
+        load_config("student", ["train.until_converts=true"])

@@ -7,6 +7,7 @@ import dataclasses
 import torch
 
 from tests.conftest import arctic_file
+from tests.helpers import fit
 from vc.audio import FeatureStats, logmel_numpy, read_audio
 from vc.config import AudioConfig, Config, InferenceConfig
 from vc.kinds import build_model
@@ -40,16 +41,12 @@ def test_small_model_overfits_one_real_pair():
     )
     torch.manual_seed(0)
     model = build_model(audio.n_mels, config)
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    losses = []
-    for _ in range(250):
+
+    def loss():
         out = model(src, src_lens, tgt, tgt_lens)
-        loss = compute_losses(out, tgt, tgt_lens, config.reduction_factor, 5.0, 0.4, 1.0).total
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
+        return compute_losses(out, tgt, tgt_lens, config.reduction_factor, 5.0, 0.4, 1.0).total
+
+    losses = fit(model, loss, steps=250, lr=3e-3, clip=1.0)
     assert min(losses[-10:]) * 5 <= losses[0], (losses[0], losses[-10:])
     model.eval()
     free = model.inference(src, src_lens, InferenceConfig(min_ratio=0.0, max_ratio=3.0))

@@ -103,16 +103,17 @@ def test_training_until_it_converts_ends_at_that_evaluation_and_the_report_says_
     caplog.set_level("INFO", logger="vc.training")
     (tmp_path / "capped").mkdir()
     capped = tiny_training_config(tmp_path / "capped", select_utterances=2).with_overrides(
-        ["train.until_converts=true", "train.converts_focus=1.01"]  # never attends that well
+        ["model.until_converts=true", "model.converts_focus=1.01"]  # never attends that well
     )
     train(capped, tmp_path / "capped_exp", progress=False)
-    assert "did not pass its free-running dev check (train.until_converts) by step 6" in caplog.text
+    assert "did not pass its free-running dev check (model.until_converts) by step 6" in caplog.text
+    assert "training: 6 steps in " in caplog.text and "ended by the step limit" in caplog.text
     # Any focus and any gain pass: the first evaluation has no previous distance, the second passes.
     config = tiny_training_config(tmp_path, select_utterances=2).with_overrides(
         [
-            "train.until_converts=true",
-            "train.converts_focus=0",
-            "train.converts_gain_db=1000",
+            "model.until_converts=true",
+            "model.converts_focus=0",
+            "model.converts_gain_db=1000",
             "train.max_steps=30",
         ]
     )
@@ -125,6 +126,7 @@ def test_training_until_it_converts_ends_at_that_evaluation_and_the_report_says_
     assert [e.step for e in events.Scalars("valid/free_running/focus_rate")] == [3, 6]
     log = (out / "train.log").read_text()
     assert "step 6: the model converts" in log and "did not pass" not in log
+    assert "training: 6 steps in " in log and "ended by its own end" in log
     assert gather(out).training["ended by"].startswith("step 6: the model converts (free-running dev check")
     assert "best.pt chosen by" not in gather(out).training  # the loss chose it
 
@@ -132,8 +134,13 @@ def test_training_until_it_converts_ends_at_that_evaluation_and_the_report_says_
 def test_only_the_attention_model_trains_until_it_converts(tmp_path):
     from vc.training.trainer import model_loop
 
+    with pytest.raises(ConfigError, match="model.until_converts"):  # not a setting of its section
+        tiny_training_config(tmp_path).with_overrides(["model.kind=framewise", "model.until_converts=true"])
+    # the recognition-synthesis converter's section builds on the attention model's, not its training
     config = tiny_training_config(tmp_path).with_overrides(
-        ["train.until_converts=true", "model.kind=framewise"]
+        ["model.kind=recognition_synthesis", "model.until_converts=true"]
     )
-    with pytest.raises(ConfigError, match="train.until_converts needs model.kind attention, not framewise"):
+    with pytest.raises(
+        ConfigError, match="model.until_converts needs model.kind attention, not recognition_synthesis"
+    ):
         model_loop(config, tmp_path / "exp", progress=False)

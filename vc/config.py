@@ -232,9 +232,6 @@ class TrainConfig:
     # ("linear"; a time limit makes the schedule follow the clock: budgeted training, Li et al. 2020).
     decay: str = "linear"
     grad_clip: float = 1.0
-    stop_pos_weight: float = 5.0
-    # Non-autoregressive converter only: weight of the duration predictor's loss on log(d + 1).
-    duration_loss_weight: float = 1.0
     # The phonetic loss (vc/training/phonetic.py; the converters, with data.phones): this weight x the
     # cross-entropy of a frozen phone classifier on the output frames; 0 = off. The classifier (the run's
     # phone recognizer, also the recognition-synthesis converter's) trains first, for phonetic_minutes
@@ -244,8 +241,6 @@ class TrainConfig:
     # Train on a random window of this many frames of each utterance (the kinds whose input and output
     # share one timeline: the recognition-synthesis converter's parallel decoder); 0 = whole utterances.
     crop_frames: int = 0
-    guided_attention_sigma: float = 0.4
-    guided_attention_weight: float = 1.0
     eval_every: int = 200
     log_every: int = 10
     keep_checkpoints: int = 3
@@ -259,14 +254,7 @@ class TrainConfig:
     # lowest mel-cepstral distance of free-running dev conversions ("free_running", see
     # vc/training/selection.py), which keeps tracking quality after the loss has gone flat.
     select_by: str = "loss"
-    select_utterances: int = 32  # dev utterances converted for "free_running" and until_converts
-    # The attention model: end training at the first evaluation where its free-running dev conversions
-    # show it converts (vc/training/converts.py): their focus rate at least converts_focus, and their
-    # distance fallen by less than converts_gain_db [dB] since the previous evaluation. max_minutes and
-    # max_steps stay its cap. False: the budget alone ends it.
-    until_converts: bool = False
-    converts_focus: float = 0.75
-    converts_gain_db: float = 0.2
+    select_utterances: int = 32  # dev utterances converted for "free_running" and model.until_converts
     # Fine-tuning: the model weights of this checkpoint (vc train's, vc average's or an exported model)
     # to start from; the step, optimizer and schedule start fresh. "" = random initial weights.
     init_from: str = ""
@@ -347,6 +335,9 @@ class Config:
         settings and takes that kind's defaults for its own (set them after it)."""
         data = self.to_dict()
         for item in overrides:
+            key = item.split("=", 1)[0].strip()
+            if key.startswith("train.") and key[len("train.") :] in MOVED_TO_MODEL:
+                item = "model." + item.strip()[len("train.") :]  # its section now (MOVED_TO_MODEL)
             kind = data["model"]["kind"]
             try:
                 _apply_override(data, item)
@@ -433,8 +424,40 @@ RETIRED = {
 }
 
 
+# Training settings that one kind's losses or stopping rule read, moved from the train section into the
+# model section of the kinds that have them (each kind owns its settings, vc/kinds/). An older config or
+# checkpoint's train.KEY is read as model.KEY when model.kind's section has it, and dropped when it has
+# not (it changed nothing for that kind); an override train.KEY=VALUE is read as model.KEY=VALUE.
+MOVED_TO_MODEL = (
+    "stop_pos_weight",
+    "guided_attention_sigma",
+    "guided_attention_weight",
+    "duration_loss_weight",
+    "until_converts",
+    "converts_focus",
+    "converts_gain_db",
+)
+
+
+def _moved_to_model(data: dict[str, Any]) -> None:
+    """train.KEY of MOVED_TO_MODEL -> model.KEY (where model.kind's section has it; else dropped), in place."""
+    train, model = data.get("train"), data.get("model", {})
+    if not isinstance(train, dict) or not isinstance(model, dict):
+        return  # a malformed section: reading it says what is wrong
+    section = model_section(model.get("kind", "attention"))
+    fields = {f.name for f in dataclasses.fields(section)}
+    for key in MOVED_TO_MODEL:
+        if key in train:
+            value = train.pop(key)
+            if key in fields:
+                model.setdefault(key, value)
+    if model:
+        data["model"] = model
+
+
 def _without_retired(data: dict[str, Any]) -> dict[str, Any]:
     data = {section: dict(values) if isinstance(values, dict) else values for section, values in data.items()}
+    _moved_to_model(data)
     for (section, key), off in RETIRED.items():
         values = data.get(section)
         if not isinstance(values, dict) or key not in values:

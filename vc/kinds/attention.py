@@ -40,6 +40,19 @@ class AttentionConfig(ModelConfig):
     decoder_prenet_dropout: float = 0.5  # stays on at inference (Tacotron 2)
     attention_rnn_dim: int = 256
     decoder_rnn_dim: int = 256
+    # Its losses: the stop token's BCE with positives weighted by stop_pos_weight, and guided attention
+    # (Tachibana et al. 2018): the attention mass outside a diagonal band of width guided_attention_sigma,
+    # weighted by guided_attention_weight beside the spectral loss.
+    stop_pos_weight: float = 5.0
+    guided_attention_sigma: float = 0.4
+    guided_attention_weight: float = 1.0
+    # End training at the first evaluation where its free-running dev conversions show it converts
+    # (vc/training/converts.py): their focus rate at least converts_focus, and their distance fallen by
+    # less than converts_gain_db [dB] since the previous evaluation. train.max_minutes and
+    # train.max_steps stay its cap. False: the budget alone ends it.
+    until_converts: bool = False
+    converts_focus: float = 0.75
+    converts_gain_db: float = 0.2
 
     POSITIVE: ClassVar[tuple[str, ...]] = (
         "reduction_factor",
@@ -62,19 +75,19 @@ class AttentionKind(ModelKind):
     def losses(self, model, batch, config: Config, step: int | None) -> Losses:
         """Teacher-forced forward and losses; on the dev set the guided attention loss weighs 1."""
         out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
-        t = config.train
+        m = config.model
         return compute_losses(
             out,
             batch.tgt,
             batch.tgt_lens,
-            config.model.reduction_factor,
-            t.stop_pos_weight,
-            t.guided_attention_sigma,
-            1.0 if step is None else t.guided_attention_weight,
+            m.reduction_factor,
+            m.stop_pos_weight,
+            m.guided_attention_sigma,
+            1.0 if step is None else m.guided_attention_weight,
         )
 
     def step_stats(self, config: Config, step: int) -> dict[str, float]:
-        return {"opt/guided_attention_weight": config.train.guided_attention_weight}
+        return {"opt/guided_attention_weight": config.model.guided_attention_weight}
 
     def prepare_for_conversion(self, model, inference: InferenceConfig) -> None:
         if inference.prenet_dropout is not None:  # on in eval mode too

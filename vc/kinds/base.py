@@ -61,7 +61,7 @@ class ModelKind:
     selection_terms: tuple[str, ...] = ("spectral",)
     # train.select_by free_running: best.pt by the distance of free-running dev conversions
     # (vc/training/selection.py), which only the attention model needs (its loss goes flat early);
-    # train.until_converts: the same conversions end its training (vc/training/converts.py).
+    # model.until_converts (its section's): the same conversions end its training (vc/training/converts.py).
     selects_free_running = False
     # Whose phone labels its output frames carry for the phonetic loss (vc/training/phonetic.py):
     # "target" (output on the target's timing) or "source" (on the source's); None: no phonetic loss.
@@ -73,6 +73,11 @@ class ModelKind:
     # predict stay as they are).
     augments = "source"
 
+    def stops_when_converts(self, config: Config) -> bool:
+        """Whether training ends once its free-running dev conversions convert (model.until_converts of a
+        section that has it: the attention model's, and the sections built on it)."""
+        return bool(getattr(config.model, "until_converts", False))
+
     def build(self, n_mels: int, config: ModelConfig) -> nn.Module:
         return self.network(n_mels, config)
 
@@ -80,8 +85,8 @@ class ModelKind:
         """Raise ConfigError for settings this kind cannot train with."""
         if config.train.select_by != "loss" and not self.selects_free_running:
             raise ConfigError(f"train.select_by free_running needs model.kind attention, not {self.name}")
-        if config.train.until_converts and not self.selects_free_running:
-            raise ConfigError(f"train.until_converts needs model.kind attention, not {self.name}")
+        if self.stops_when_converts(config) and not self.selects_free_running:
+            raise ConfigError(f"model.until_converts needs model.kind attention, not {self.name}")
         if config.train.phonetic_weight > 0 and self.phonetic_labels is None:
             raise ConfigError(
                 f"train.phonetic_weight needs a converter timed by durations, not model.kind {self.name}"

@@ -45,6 +45,7 @@ class NonAutoregressiveConfig(ParallelDecoderConfig):
     duration_predictor_layers: int = 2
     duration_predictor_channels: int = 256
     duration_predictor_kernel: int = 3
+    duration_loss_weight: float = 1.0  # its loss, the MSE of log(d + 1), beside the spectral L1 + L2
 
     POSITIVE: ClassVar[tuple[str, ...]] = ("duration_predictor_channels",)
     ODD: ClassVar[tuple[str, ...]] = ("duration_predictor_kernel",)
@@ -79,7 +80,7 @@ class NonAutoregressiveKind(ModelKind):
             out.after, batch.tgt, batch.tgt_lens
         )
         duration = duration_loss(out.log_durations, batch.durations, out.enc_lens)
-        return StudentLosses(spectral + config.train.duration_loss_weight * duration, spectral, duration)
+        return StudentLosses(spectral + config.model.duration_loss_weight * duration, spectral, duration)
 
     def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations):
         return model(src, src_lens, durations)  # at the durations it trained on

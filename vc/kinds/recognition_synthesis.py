@@ -97,11 +97,11 @@ class RecognitionSynthesisKind(ModelKind):
                 phones=None if batch.phones is None else take_frames(batch.phones, window),
             )
         if config.model.decoder == "attention":
-            t = config.train
-            guide = 1.0 if step is None else t.guided_attention_weight
+            m = config.model
+            guide = 1.0 if step is None else m.guided_attention_weight
             return compute_losses(
-                out, batch.tgt, batch.tgt_lens, config.model.reduction_factor, t.stop_pos_weight,
-                t.guided_attention_sigma, guide,
+                out, batch.tgt, batch.tgt_lens, m.reduction_factor, m.stop_pos_weight,
+                m.guided_attention_sigma, guide,
             )  # fmt: skip
         spectral = masked_spectral_loss(out.before, batch.tgt, batch.tgt_lens) + masked_spectral_loss(
             out.after, batch.tgt, batch.tgt_lens

@@ -37,7 +37,7 @@ ROLE_TITLES = {
     "ceiling": "Griffin-Lim ceiling",
 }
 MODEL_ROW = "model"
-# vc/training/monitor.py's line when train.until_converts ends training
+# vc/training/monitor.py's line when model.until_converts ends training
 _CONVERTS = re.compile(r"(step \d+: the model converts \(.*\))")
 _LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 
@@ -197,7 +197,7 @@ def _read_training(exp: Experiment) -> None:
         if devices:
             info["device"] = devices[0].split(" from step")[0]
         ended = [m.group(1) for m in map(_CONVERTS.search, lines) if m]
-        if ended:  # train.until_converts ended it (vc/training/converts.py)
+        if ended:  # model.until_converts ended it (vc/training/converts.py)
             info["ended by"] = ended[-1]
     checkpoints = sorted((exp.run / "checkpoints").glob("*.pt"))
     if checkpoints:

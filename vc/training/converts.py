@@ -6,8 +6,8 @@ step 200 while its conversions were noise (WER 98 %); the focus rate crossed 0.7
 and 400, and the eval MCD fell 1.53, 0.38, 0.13 dB over the next hundreds of steps. A fixed minute
 count hands a slower CPU a model that has not got there (EPYC family 25: 219 steps in 8 minutes, WER
 99 %). So training may end at the first evaluation whose free-running dev conversions
-(vc/training/selection.py) both attend (focus rate >= train.converts_focus) and have stopped improving
-fast (their distance fell less than train.converts_gain_db since the previous evaluation);
+(vc/training/selection.py) both attend (focus rate >= model.converts_focus) and have stopped improving
+fast (their distance fell less than model.converts_gain_db since the previous evaluation);
 train.max_minutes and train.max_steps stay its cap. A resumed run measures once more before it can end.
 """
 

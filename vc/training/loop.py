@@ -192,6 +192,7 @@ class Loop:
             self._evaluate_and_keep()
         evaluated_at = self.step
         last = time.monotonic()
+        ended = "the step limit"  # what ended training, said in the log with the steps it reached
         for batch in self.job.batches(self.step):
             if self._should_stop():
                 break
@@ -210,8 +211,14 @@ class Loop:
                 self._evaluate_and_keep()
                 evaluated_at = self.step
                 if self._job_done():
+                    ended = "its own end"
                     break
         bar.close()
+        minutes = (time.monotonic() - self.started) / 60.0
+        if ended != "its own end" and self.max_minutes > 0 and minutes >= self.max_minutes:
+            ended = f"the time limit of {self.max_minutes:g} min"
+        if self.is_main:
+            log.info("%s: %d steps in %.1f min, ended by %s", self.job.name, self.step, minutes, ended)
         if evaluated_at != self.step or (self.step == 0 and not self.evaluate_first):
             self._evaluate_and_keep()
         if self.best_state is not None:

@@ -77,8 +77,9 @@ class Monitor:
         self.kind = get_kind(config.model.kind)
         vocoder = GriffinLimVocoder(config.audio, config.vocoder).to(device)
         self.views = DevViews(self.writer, vocoder, tgt_stats, config, self._evolution)
-        t = config.train
-        self.converts = ConvertsRule(t.converts_focus, t.converts_gain_db) if t.until_converts else None
+        m = config.model
+        converts = self.kind.stops_when_converts(config)
+        self.converts = ConvertsRule(m.converts_focus, m.converts_gain_db) if converts else None
 
     @torch.no_grad()
     def evaluate(self, model: torch.nn.Module, dev_set: ParallelDataset, step: int) -> float:
@@ -130,7 +131,7 @@ class Monitor:
 
     @property
     def converts_at(self) -> int | None:
-        """The step at which train.until_converts's check passed (None: not yet, or not asked)."""
+        """The step at which model.until_converts's check passed (None: not yet, or not asked)."""
         return None if self.converts is None else self.converts.converts_at
 
     def _dev_loss(self, model, dev_set, step) -> float:

@@ -357,9 +357,9 @@ def train(config: Config, out_dir: str | Path, resume: bool = False, progress: b
                 atomic_write_text(job.out_dir / "config.yaml", dump_config(config))
                 log.info("training on %s x %d from step %d", job.device, job.world_size, loop.step)
             loop.run()
-            if job.is_main and config.train.until_converts and not job.done():
+            if job.is_main and get_kind(config.model.kind).stops_when_converts(config) and not job.done():
                 log.warning(
-                    "the model did not pass its free-running dev check (train.until_converts) by step %d, "
+                    "the model did not pass its free-running dev check (model.until_converts) by step %d, "
                     "where its cap ended training: its conversions may not carry the words yet; a larger "
                     "train.max_minutes lets it train on",
                     loop.step,
