@@ -216,7 +216,7 @@ class Loop:
         bar.close()
         minutes = (time.monotonic() - self.started) / 60.0
         if ended != "its own end" and self.max_minutes > 0 and minutes >= self.max_minutes:
-            ended = f"the time limit of {self.max_minutes:g} min"
+            ended = f"the time limit of {self.max_minutes:.1f} min"
         if self.is_main:
             log.info("%s: %d steps in %.1f min, ended by %s", self.job.name, self.step, minutes, ended)
         if evaluated_at != self.step or (self.step == 0 and not self.evaluate_first):
