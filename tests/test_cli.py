@@ -25,6 +25,7 @@ def test_every_subcommand_help_has_a_description_an_example_and_defaults(name):
     assert len(example) == 2 and "vc " in example[1], text
     description = text.split("\n\n")[1]
     assert description.strip() and description.strip()[0].isupper()
+    assert "%%" not in text  # argparse prints a description as it is: "%%" is for help strings only
 
 
 def test_each_subcommand_is_one_module_with_its_parser_and_handler():

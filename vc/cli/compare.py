@@ -6,7 +6,7 @@ from vc.cli.common import add_command, positive_int
 
 DESCRIPTION = (
     "Is a difference between two scorings of the same eval utterances larger than the "
-    "eval set's own noise? Per metric: B - A and its 95 %% paired bootstrap interval over utterances. "
+    "eval set's own noise? Per metric: B - A and its 95 % paired bootstrap interval over utterances. "
     "Example: vc compare exp/a/scores.json exp/b/scores.json"
 )
 
