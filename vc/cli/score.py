@@ -43,6 +43,12 @@ def add_parser(commands) -> None:
         metavar="NAME[,NAME]",
         help="a ceiling row through each vocoder: griffin-lim, hifigan (default griffin-lim)",
     )
+    sub.add_argument(
+        "--pseudo-inverse-ceiling",
+        action="store_true",
+        help="with a mel -> linear network: Griffin-Lim's ceiling through the network-free pseudo-inverse "
+        "too, so the network's gain shows",
+    )
     sub.add_argument("--ceiling-dir", help="keep the ceiling's resynthesised files in this folder")
     sub.add_argument("--no-natural", action="store_true", help="skip the natural target row")
     sub.add_argument("--name", default="model", help="the converted folder's row name (default model)")
@@ -112,6 +118,7 @@ def run(args) -> None:
         train_list=args.train_list,
         ceiling=not args.no_ceiling,
         vocoders=args.vocoders,
+        pseudo_inverse=args.pseudo_inverse_ceiling,
         ceiling_dir=args.ceiling_dir,
         natural=not args.no_natural,
         name=args.name,

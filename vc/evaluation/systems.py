@@ -52,20 +52,23 @@ def _speaker_files(train_list: str | Path | None) -> dict[str, list[Path]] | Non
 
 
 def ceiling_vocoders(
-    config: Config, checkpoint: str | Path | None, vocoders: Iterable[str] = ("griffin-lim",)
+    config: Config,
+    checkpoint: str | Path | None,
+    vocoders: Iterable[str] = ("griffin-lim",),
+    pseudo_inverse: bool = False,
 ) -> dict[str, torch.nn.Module]:
     """Row name -> vocoder for the ceiling rows, one per vocoder in ``vocoders``.
 
     Each row uses the path `vc convert` uses with ``checkpoint`` and that vocoder (the mel ->
     linear network inside an exported model file or beside a training checkpoint, when there is
-    one), so the ceiling moves with the vocoder; with a network, Griffin-Lim's second row keeps the
-    pseudo-inverse path so the network's gain stays visible.
+    one), so the ceiling moves with the vocoder. ``pseudo_inverse``, with a network: a second
+    Griffin-Lim row through the network-free pseudo-inverse path, so the network's gain shows.
     """
     rows = {}
     for name in vocoders:
         row = ceiling_row(name)
         rows[row] = build_vocoder(config, checkpoint, kind=name)
-        if vocoder_name(name) == "griffin-lim" and rows[row].mel2linear is not None:
+        if pseudo_inverse and vocoder_name(name) == "griffin-lim" and rows[row].mel2linear is not None:
             rows[f"{row} (pseudo-inverse)"] = build_vocoder(config, checkpoint, mel2linear=False, kind=name)
     return rows
 
@@ -81,6 +84,7 @@ def score_against_references(
     train_list: str | Path | None = None,
     ceiling: bool = True,
     vocoders: Iterable[str] = ("griffin-lim",),
+    pseudo_inverse: bool = False,
     ceiling_dir: str | Path | None = None,
     natural: bool = True,
     name: str = MODEL,
@@ -94,7 +98,8 @@ def score_against_references(
     ``name`` is the model row's name. ``extra_systems``, (row name, folder) pairs, are more rows
     (a classical peer, another model) scored exactly as ``converted``, listed right after it.
     The result's "model_row" says which row is the model (the listening report reads it).
-    ``vocoders``: a ceiling row through each (with ``ceiling``). ``cache_dir``: the score cache
+    ``vocoders``: a ceiling row through each (with ``ceiling``); ``pseudo_inverse``: Griffin-Lim's
+    ceiling through the pseudo-inverse too (ceiling_vocoders). ``cache_dir``: the score cache
     (score_systems).
     """
     config = load_config(config_path, stored=True) if config_path else Config()
@@ -114,7 +119,7 @@ def score_against_references(
         systems.append(System(SOURCE, Path(source)))
     with contextlib.ExitStack() as stack:
         if ceiling:
-            for row, vocoder in ceiling_vocoders(config, checkpoint, vocoders).items():
+            for row, vocoder in ceiling_vocoders(config, checkpoint, vocoders, pseudo_inverse).items():
                 out_dir = None
                 if ceiling_dir:
                     out_dir = Path(ceiling_dir) / re.sub(r"[^a-z0-9-]+", "_", row.lower()).strip("_")
