@@ -20,17 +20,14 @@ from tests.helpers import (
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.artifacts.companion import read_network_payload
-from vc.artifacts.durations import read_durations
 from vc.cli import main
 from vc.config import Config, InferenceConfig
-from vc.errors import ConfigError, DataError
-from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
+from vc.errors import ConfigError
 from vc.kinds import get_kind
 from vc.masks import random_windows, take_frames
 from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.pairs import read_pair_list
 from vc.training.data import Batch
-from vc.training.durations import extract_dtw_durations
 from vc.training.phonetic import MARKER
 from vc.training.trainer import ModelJob, model_loop, train
 
@@ -176,14 +173,7 @@ def trained(tmp_path_factory, request):
         "recognition_synthesis", decoder=request.param, encoder_reduction_factor=1, **SMALL
     )
     write_half_phones(config, tmp / "phones.json")
-    # the pairs' DTW durations, counted per 2 source frames (the recipe's are the student's), for its
-    # companions' training pairs
-    timing = dataclasses.replace(config, model=dataclasses.replace(config.model, encoder_reduction_factor=2))
-    lists = [config.data.train_list, config.data.dev_list]
-    extract_dtw_durations(timing, lists, config.data.cache_dir, tmp / "durations.pt", False)
-    config.data = dataclasses.replace(
-        config.data, phones=str(tmp / "phones.json"), durations=str(tmp / "durations.pt")
-    )
+    config.data = dataclasses.replace(config.data, phones=str(tmp / "phones.json"))
     config.train = dataclasses.replace(config.train, phonetic_minutes=0.01)
     exp = tmp / "exp"
     train(config, exp, progress=False)
@@ -220,42 +210,11 @@ def test_its_training_batches_augment_what_it_hears_of_the_target_not_the_source
     assert prepared.heard.shape == batch.tgt.shape and not torch.equal(prepared.heard, batch.tgt)
 
 
-def test_its_companions_learn_from_its_conversions_at_the_targets_frames(trained, tmp_path):
-    """Teacher-forced, it resynthesises the target from its own frames, sharper than any conversion: the
-    companions' training pairs are its conversions of the sources (as vc convert makes them), each frame
-    read at the target's frames by the pairs' durations. The attention decoder re-times what it
-    converts: its pairs stay teacher-forced."""
+def test_teacher_forcing_resynthesises_the_target(trained):
     config, exp = trained
-    outputs, targets, converter = teacher_forced_training_pairs(config, exp / "checkpoints" / "best.pt")
+    outputs, targets, _ = teacher_forced_training_pairs(config, exp / "checkpoints" / "best.pt")
     assert [len(mel) for mel, _ in outputs] == [len(target) for target in targets]
     assert all(torch.isfinite(mel).all() for mel, _ in outputs)
-    pairs = read_pair_list(config.data.train_list)
-    _, factor = read_durations(config.data.durations)
-    for pair, (mel, _) in zip(pairs[:3], outputs, strict=False):
-        converted = torch.from_numpy(converter.convert_file(str(pair.source)).mel)
-        # per target frame, the largest band difference to each converted frame
-        distance = (mel[:, None] - converted[None]).abs().amax(dim=-1)
-        nearest = distance.min(dim=1).values
-        if config.model.decoder == "attention":
-            assert nearest.max() > 1e-2
-            continue
-        torch.testing.assert_close(nearest, torch.zeros_like(nearest), rtol=0, atol=1e-3)
-        read = distance.argmin(dim=1)  # the converted frame each target frame reads
-        assert (read.diff() >= 0).all() and read[0] <= factor and read[-1] >= len(converted) - 1 - factor
-
-
-def test_its_companions_need_the_pairs_durations(trained):
-    config, exp = trained
-    if config.model.decoder == "attention":
-        pytest.skip("the attention decoder's companions learn teacher-forced")
-    converter = for_teacher_forcing(exp / "checkpoints" / "best.pt")
-    converter.config = dataclasses.replace(
-        converter.config, data=dataclasses.replace(converter.config.data, durations="")
-    )
-    pair = read_pair_list(config.data.train_list)[0]
-    target = torch.zeros(5, config.audio.n_mels)
-    with pytest.raises(DataError, match="needs data.durations"):
-        teacher_forced(converter, [config.data.train_list], [pair.target], [target], config.audio, False)
 
 
 def test_its_post_filter_never_reads_the_input_it_was_taught_on(trained, tmp_path):

@@ -43,21 +43,15 @@ def save_durations(path, durations: dict[str, torch.Tensor], config: Config, tea
     atomic_save(path, payload)
 
 
-def read_durations(path: str | Path) -> tuple[dict[str, torch.Tensor], int]:
-    """utt_id -> (N,) int durations, and how many source frames one of their steps counts."""
-    payload = load_marked(path, FORMAT, "vc durations file", DataError)
-    return payload["durations"], payload["encoder_reduction_factor"]
-
-
 def load_durations(path: str | Path, encoder_reduction_factor: int) -> dict[str, torch.Tensor]:
     """utt_id -> (N,) int durations; refuses a file made for another encoder frame stacking."""
-    durations, factor = read_durations(path)
-    if factor != encoder_reduction_factor:
+    payload = load_marked(path, FORMAT, "vc durations file", DataError)
+    if payload["encoder_reduction_factor"] != encoder_reduction_factor:
         raise DataError(
-            f"{path} counts frames per {factor} stacked source frames, "
+            f"{path} counts frames per {payload['encoder_reduction_factor']} stacked source frames, "
             f"the model stacks {encoder_reduction_factor} (model.encoder_reduction_factor)"
         )
-    return durations
+    return payload["durations"]
 
 
 def check_durations(durations: dict[str, torch.Tensor], features, encoder_reduction_factor: int) -> None:

@@ -2,27 +2,23 @@
 
 The companion networks learn from them: frame k of the prediction estimates
 target frame k, so it pairs with the target's magnitude (vc.training.mel2linear)
-or natural log-mel (vc.training.postfilter). A kind whose teacher forcing resynthesises
-the target from itself (ModelKind.companions_read_conversions) gives its conversions
-of the sources instead, timed onto the target's frames by the pairs' durations.
+or natural log-mel (vc.training.postfilter).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import torch
 
 from vc.artifacts.checkpoint import private_rng
-from vc.artifacts.durations import load_durations, read_durations
+from vc.artifacts.durations import load_durations
 from vc.audio import read_audio
 from vc.audio.pitch import pitch_of
 from vc.config import AudioConfig
 from vc.errors import DataError
 from vc.inference.converter import Converter
 from vc.kinds import get_kind
-from vc.kinds.framewise import source_on_target
 from vc.model.aligned_source import aligned_source
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
@@ -43,9 +39,7 @@ def teacher_forced(
 
     ``converter``: a loaded model (for_teacher_forcing); ``paths``: the pair lists that name each
     target's source. The non-autoregressive converter runs at the durations it trained on
-    (data.durations), the attention model at the target's frames; a kind that
-    companions_read_conversions converts each source and reads it at the target's frames by
-    data.durations.
+    (data.durations), the attention model at the target's frames.
     Runs in length-sorted batches of 16, in the order of ``files``.
     Shapes: target_mels, lists of (T, n_mels); returns [((T, n_mels), (T, n_mels))].
     """
@@ -58,17 +52,11 @@ def teacher_forced(
         raise DataError("the model uses other audio settings than --config; pass its config.yaml")
     model_config = converter.config.model
     kind = get_kind(model_config.kind)
-    converts = kind.companions_read_conversions(model_config)
-    durations, factor = None, model_config.encoder_reduction_factor
-    if converts:
-        if not converter.config.data.durations:
-            raise DataError(
-                f"the {kind.name} model's companions learn from its conversions timed onto the target's "
-                "frames: its config needs data.durations (vc durations --dtw)"
-            )
-        durations, factor = read_durations(converter.config.data.durations)
-    elif kind.needs_durations:
-        durations = load_durations(converter.config.data.durations, factor)
+    durations = (
+        load_durations(converter.config.data.durations, model_config.encoder_reduction_factor)
+        if kind.needs_durations
+        else None
+    )
     pad = torch.nn.utils.rnn.pad_sequence
     order = sorted(range(len(files)), key=lambda k: len(target_mels[k]))
     outputs: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(files)
@@ -79,22 +67,19 @@ def teacher_forced(
             src, src_lens = converter.features(
                 pad(waves, batch_first=True), torch.tensor([len(w) for w in waves])
             )
+            src = converter.src_stats.normalize(src)
             tgt = converter.tgt_stats.normalize(pad([target_mels[k] for k in chunk], batch_first=True))
             tgt_lens = torch.tensor([len(target_mels[k]) for k in chunk])
             taught = None
             if durations is not None:  # the durations it trained on
                 taught = pad([durations[by_target[files[k]].utt_id] for k in chunk], batch_first=True)
-            if converts:
-                out = _conversions_on_target(converter, waves, src, src_lens, tgt_lens, taught, factor)
-            else:
-                src = converter.src_stats.normalize(src)
-                extras = {}
-                if kind.needs_pitch:  # the target's own pitch, read from its recording
-                    targets = [torch.from_numpy(read_audio(files[k], audio)) for k in chunk]
-                    lens = torch.tensor([len(w) for w in targets])
-                    extras["tgt_pitch"] = pitch_of(pad(targets, batch_first=True), lens, audio)
-                with private_rng(0, converter.device):
-                    out = kind.teacher_forced(converter.model, src, src_lens, tgt, tgt_lens, taught, **extras)
+            extras = {}
+            if kind.needs_pitch:  # the target's own pitch, read from its recording
+                targets = [torch.from_numpy(read_audio(files[k], audio)) for k in chunk]
+                lens = torch.tensor([len(w) for w in targets])
+                extras["tgt_pitch"] = pitch_of(pad(targets, batch_first=True), lens, audio)
+            with private_rng(0, converter.device):
+                out = kind.teacher_forced(converter.model, src, src_lens, tgt, tgt_lens, taught, **extras)
             after = converter.tgt_stats.denormalize(out.after).float()
             source = None
             if kind.postfilter_reads_input:
@@ -108,18 +93,3 @@ def teacher_forced(
                 outputs[k] = (after[row, :length].clone(), read)
             bar.update(len(chunk))
     return outputs
-
-
-def _conversions_on_target(converter: Converter, waves, mels, mel_lens, tgt_lens, durations, factor: int):
-    """The sources converted as vc convert converts them (at speed 1: on the source's timeline), each
-    output frame read at the target's frames by ``durations`` (B, N), ``factor`` source frames a step."""
-    pad = torch.nn.utils.rnn.pad_sequence
-    wave_lens = torch.tensor([len(w) for w in waves])
-    extras = {}
-    if converter.kind.needs_pitch:  # the source's pitch, as conversion reads it
-        extras["pitch"] = pitch_of(pad(waves, batch_first=True), wave_lens, converter.config.audio)
-    inference = dataclasses.replace(converter.config.inference, speed=1.0)
-    src = converter.normalize_source(mels, mel_lens)
-    with private_rng(0, converter.device):
-        out = converter.model.inference(src, mel_lens, inference, **extras)
-    return source_on_target(out, durations, mel_lens, tgt_lens, factor)

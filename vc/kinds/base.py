@@ -73,13 +73,6 @@ class ModelKind:
     # predict stay as they are).
     augments = "source"
 
-    def companions_read_conversions(self, config: ModelConfig) -> bool:
-        """Whether its companion networks (mel -> linear, post-filter) learn from its conversions of the
-        pairs' sources, timed onto the target's frames by data.durations (vc.inference.teacher_forcing),
-        instead of its teacher-forced output: for a kind whose teacher forcing resynthesises the target
-        from itself, sharper than anything it converts."""
-        return False
-
     def stops_when_converts(self, config: Config) -> bool:
         """Whether training ends once its free-running dev conversions convert (model.until_converts of a
         section that has it: the attention model's, and the sections built on it)."""

@@ -115,12 +115,6 @@ class RecognitionSynthesisKind(ModelKind):
     def frames_per_row(self, config: ModelConfig) -> int:
         return config.reduction_factor if config.decoder == "attention" else 1
 
-    def companions_read_conversions(self, config: ModelConfig) -> bool:
-        # its teacher forcing is the target resynthesised from its own frames: the companions would learn
-        # to finish outputs sharper than its conversions (the parallel decoder's conversions keep the
-        # source's timing, so the pairs' durations time them onto the target's frames)
-        return config.decoder == "parallel"
-
     def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations, tgt_pitch=None):
         return model(tgt, tgt_lens, tgt_pitch)  # the target resynthesised: at its own timing
 
