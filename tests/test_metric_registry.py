@@ -73,7 +73,8 @@ class Contrast(Metric):
         return {"level_db": float(20 * np.log10(np.sqrt(np.mean(wave**2))))}
 
     def finish(self, row: dict, found: dict) -> None:
-        row["contrast_db"] = row.pop("level_db") - found["contrast_mean_db"]
+        if "level_db" in row:  # a row this family scored
+            row["contrast_db"] = row.pop("level_db") - found["contrast_mean_db"]
 
 
 def test_a_metric_with_a_per_run_setup_is_one_module_and_one_line(tmp_path, monkeypatch):
@@ -98,3 +99,42 @@ def test_a_metric_with_a_per_run_setup_is_one_module_and_one_line(tmp_path, monk
     assert per_utt["u2"]["contrast_db"] - per_utt["u1"]["contrast_db"] == pytest.approx(6.02, abs=0.01)
     assert per_utt["u1"]["contrast_db"] == pytest.approx(-per_utt["u2"]["contrast_db"], abs=1e-6)
     assert "run files:contrast:target" not in result["rows"]  # the run's files are no row
+
+
+def test_vc_score_scores_the_source_row_with_the_families_asked_for(tmp_path, monkeypatch, capsys):
+    """The held-out voices' table reads only their input's WER: --source-families scores that row with
+    those families alone, the other rows with every one."""
+    monkeypatch.setattr(registry, "METRICS", (Loudness(), Contrast()))
+    exp = make_experiment(tmp_path, with_scores=False)
+    common = ["score", "--no-progress", "--workers", "1", "--no-ceiling", "--no-natural"]
+    common += [
+        "--converted",
+        str(exp / "converted" / "eval"),
+        "--reference",
+        str(tmp_path / "audio" / "target"),
+    ]
+    common += [
+        "--source",
+        str(tmp_path / "audio" / "source"),
+        "--train-list",
+        str(tmp_path / "data" / "eval.tsv"),
+    ]
+    out = tmp_path / "scores.json"
+    assert main([*common, "--source-families", "loudness", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    for utt in UTTS:
+        assert set(rows["no conversion (source)"]["per_utterance"][utt]) == {"loudness_db"}
+        assert {"loudness_db", "contrast_db"} <= set(rows["model"]["per_utterance"][utt])
+    capsys.readouterr()
+    assert main([*common, "--source-families", "loudness,pitch"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no metric family 'pitch'" in err
+
+
+def test_vc_score_help_names_every_family_the_source_row_may_get():
+    from vc.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    text = " ".join(commands["score"].format_help().split())
+    for name in registry.families():
+        assert name in text

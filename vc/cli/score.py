@@ -44,6 +44,13 @@ def add_parser(commands) -> None:
         help="a ceiling row through each vocoder: griffin-lim, hifigan (default griffin-lim)",
     )
     sub.add_argument(
+        "--source-families",
+        type=family_list,
+        metavar="NAME[,NAME]",
+        help="score the --source row with these metric families only (distances, intelligibility, "
+        "similarity, naturalness; default all), e.g. intelligibility for its WER alone",
+    )
+    sub.add_argument(
         "--pseudo-inverse-ceiling",
         action="store_true",
         help="with a mel -> linear network: Griffin-Lim's ceiling through the network-free pseudo-inverse "
@@ -97,16 +104,31 @@ def vocoder_list(text: str) -> list[str]:
     return names
 
 
+def family_list(text: str) -> tuple[str, ...]:
+    """ "intelligibility,similarity" -> the names (run checks them against the metric registry, which
+    the parser does not import)."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected metric family names, got {text!r}")
+    return names
+
+
 def run(args) -> None:
     import json
 
+    from vc.errors import ConfigError
     from vc.evaluation.metrics import require_analysis_libraries
-    from vc.evaluation.registry import columns
+    from vc.evaluation.registry import columns, families
     from vc.evaluation.scoring import format_table
     from vc.evaluation.systems import json_ready, score_against_references
     from vc.fileio import atomic_write_text, refuse_overwrite
 
     refuse_overwrite([path for path in (args.out, args.json) if path], args.overwrite)
+    unknown = [name for name in args.source_families or () if name not in families()]
+    if unknown:
+        raise ConfigError(
+            f"--source-families: no metric family {unknown[0]!r} (one of {', '.join(families())})"
+        )
     require_analysis_libraries()  # MCD and F0: a missing pyworld fails now, not after the ceiling's work
     result = score_against_references(
         args.converted,
@@ -119,6 +141,7 @@ def run(args) -> None:
         ceiling=not args.no_ceiling,
         vocoders=args.vocoders,
         pseudo_inverse=args.pseudo_inverse_ceiling,
+        source_families=args.source_families,
         ceiling_dir=args.ceiling_dir,
         natural=not args.no_natural,
         name=args.name,

@@ -88,4 +88,5 @@ class Metric:
 
     def finish(self, row: dict, found: dict) -> None:
         """Turn ``row``'s raw values (one utterance) into its columns' values, in place; ``found``: what
-        every family's ``run_found`` gave."""
+        every family's ``run_found`` gave. Every row comes here, also one its family did not score
+        (System.families, distances=False): leave such a row as it is."""

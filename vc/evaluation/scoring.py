@@ -52,6 +52,7 @@ class System:
     name: str
     folder: Path
     distances: bool = True  # MCD/F0/duration against the reference (pointless for the reference itself)
+    families: tuple[str, ...] | None = None  # the metric families its files get; None: every one the run has
 
 
 @dataclass
@@ -192,7 +193,7 @@ def score_systems(
                     sample_rate,
                     reference=references[utt] if system.distances else None,
                     text=(transcripts or {}).get(utt),
-                    families=tuple(ready),
+                    families=tuple(f for f in ready if system.families is None or f in system.families),
                     f0_method=f0_method,
                 )
             )

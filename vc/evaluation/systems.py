@@ -85,6 +85,7 @@ def score_against_references(
     ceiling: bool = True,
     vocoders: Iterable[str] = ("griffin-lim",),
     pseudo_inverse: bool = False,
+    source_families: tuple[str, ...] | None = None,
     ceiling_dir: str | Path | None = None,
     natural: bool = True,
     name: str = MODEL,
@@ -99,7 +100,8 @@ def score_against_references(
     (a classical peer, another model) scored exactly as ``converted``, listed right after it.
     The result's "model_row" says which row is the model (the listening report reads it).
     ``vocoders``: a ceiling row through each (with ``ceiling``); ``pseudo_inverse``: Griffin-Lim's
-    ceiling through the pseudo-inverse too (ceiling_vocoders). ``cache_dir``: the score cache
+    ceiling through the pseudo-inverse too (ceiling_vocoders). ``source_families``: the metric families
+    the no-conversion row gets (None: all). ``cache_dir``: the score cache
     (score_systems).
     """
     config = load_config(config_path, stored=True) if config_path else Config()
@@ -116,7 +118,7 @@ def score_against_references(
     for system in systems[1:]:  # a wrong folder fails now, not after the ceiling's resynthesis
         files_by_utterance(system.folder, system.name)
     if source:
-        systems.append(System(SOURCE, Path(source)))
+        systems.append(System(SOURCE, Path(source), families=source_families))
     with contextlib.ExitStack() as stack:
         if ceiling:
             for row, vocoder in ceiling_vocoders(config, checkpoint, vocoders, pseudo_inverse).items():
