@@ -104,6 +104,7 @@ def test_a_metric_with_a_per_run_setup_is_one_module_and_one_line(tmp_path, monk
 def test_vc_score_scores_the_source_row_with_the_families_asked_for(tmp_path, monkeypatch, capsys):
     """The held-out voices' table reads only their input's WER: --source-families scores that row with
     those families alone, the other rows with every one."""
+    needs("pyworld", "pysptk")  # vc score checks its analysis libraries before any work
     monkeypatch.setattr(registry, "METRICS", (Loudness(), Contrast()))
     exp = make_experiment(tmp_path, with_scores=False)
     common = ["score", "--no-progress", "--workers", "1", "--no-ceiling", "--no-natural"]
