@@ -130,6 +130,11 @@ def test_vc_score_scores_the_source_row_with_the_families_asked_for(tmp_path, mo
     assert main([*common, "--source-families", "loudness,pitch"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no metric family 'pitch'" in err
+    from vc.errors import ConfigError
+    from vc.evaluation.scoring import System
+
+    with pytest.raises(ConfigError, match="no metric family 'pitch'"):  # a library caller's row too
+        System("model", tmp_path, families=("pitch",))
 
 
 def test_vc_score_help_names_every_family_the_source_row_may_get():

@@ -34,7 +34,7 @@ from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio, read_speech
 from vc.audio.dsp import with_silence
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import AudioConfig, Config
-from vc.errors import DataError, VcError
+from vc.errors import ConfigError, DataError, VcError
 from vc.evaluation import registry
 from vc.evaluation.metric import FileJob
 from vc.evaluation.score_cache import ScoreCache
@@ -53,6 +53,12 @@ class System:
     folder: Path
     distances: bool = True  # MCD/F0/duration against the reference (pointless for the reference itself)
     families: tuple[str, ...] | None = None  # the metric families its files get; None: every one the run has
+
+    def __post_init__(self) -> None:
+        known = registry.families()
+        unknown = [name for name in self.families or () if name not in known]
+        if unknown:  # a misspelt name would leave the row without its scores, silently
+            raise ConfigError(f"{self.name}: no metric family {unknown[0]!r} (one of {', '.join(known)})")
 
 
 @dataclass
