@@ -288,8 +288,9 @@ class PostfilterConfig:
     """The GAN post-filter's training (vc postfilter-train, recipe stage 4 with --postfilter_minutes)."""
 
     max_minutes: float = 6.0  # pair extraction included; 0 = no time limit
-    # 0 = no step limit. 484 (3 minutes on the slowest CPU we use): twice that and a faster CPU's 3548
-    # steps sharpened more and scored worse on MCD and MOS (docs/ablation.md, "Stage 4 on step budgets").
+    # 0 = no step limit. 484 (3 minutes on the slowest CPU we use): twice that scored level (MCD +0.08
+    # dB), a faster CPU's 3548 steps sharpened more and scored worse on MCD and MOS (docs/ablation.md,
+    # "Stage 4 on step budgets").
     max_steps: int = 484
     batch_size: int = 32
     crop_frames: int = 64  # about 1 s of 16 ms frames per training example

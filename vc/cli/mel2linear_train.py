@@ -41,7 +41,12 @@ def add_parser(commands) -> None:
         type=float,
         help="time limit (default: mel2linear.max_minutes, 6)",
     )
-    sub.add_argument("--max-steps", dest="max_steps", type=positive_int, help="step limit")
+    sub.add_argument(
+        "--max-steps",
+        dest="max_steps",
+        type=positive_int,
+        help="step limit (default: mel2linear.max_steps, 1880)",
+    )
     sub.add_argument("--batch-size", dest="batch_size", type=positive_int, help="crops per step (default 16)")
     sub.add_argument("--valid-files", dest="valid_files", type=int, help="files held out (default 10)")
     sub.add_argument("--seed", type=int, help="random seed (default 1)")

@@ -35,7 +35,12 @@ def add_parser(commands) -> None:
         type=float,
         help="time limit (default: postfilter.max_minutes, 6)",
     )
-    sub.add_argument("--max-steps", dest="max_steps", type=positive_int, help="step limit")
+    sub.add_argument(
+        "--max-steps",
+        dest="max_steps",
+        type=positive_int,
+        help="step limit (default: postfilter.max_steps, 484)",
+    )
     sub.add_argument("--valid-files", dest="valid_files", type=int, help="pairs held out (default 10)")
     sub.add_argument("--seed", type=int, help="random seed (default 0)")
     sub.add_argument(
