@@ -15,7 +15,7 @@ from vc import Converter
 from vc.artifacts.companion import MEL2LINEAR
 from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.cli import main
-from vc.config import AudioConfig, VocoderConfig
+from vc.config import AudioConfig, Config, VocoderConfig
 from vc.errors import CheckpointError
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.training.mel2linear import masked_l1, spectral_convergence_loss
@@ -214,6 +214,23 @@ def test_mel2linear_train_learns_from_predicted_mels_too(model_checkpoint, tmp_p
     folder_argv.append("--overwrite")
     assert main(folder_argv) == 1
     assert "needs pair lists" in capsys.readouterr().err
+
+
+def test_mel2linear_train_without_config_reads_the_models_own(model_checkpoint, tmp_path, capsys):
+    """With --checkpoint and no --config the model's settings (its audio, its mel2linear budget) are read
+    from the checkpoint, as vc postfilter-train reads them."""
+    path, config = model_checkpoint
+    assert config.audio != Config().audio  # the tiny model's mels: the defaults would not fit it
+    stored = torch.load(path, weights_only=False)
+    stored["config"]["mel2linear"] = {**stored["config"].get("mel2linear", {}), "max_steps": 3}
+    torch.save(stored, path)
+    pairs = write_pair_list(tmp_path, 3)
+    out = tmp_path / "m2l.pt"
+    argv = ["mel2linear-train", str(pairs), "--out", str(out), "--checkpoint", str(path), "--no-progress"]
+    assert main([*argv, "--batch-size", "2"]) == 0
+    assert "(3 steps," in capsys.readouterr().out
+    assert main([*argv, "--batch-size", "2", "--max-steps", "2", "--overwrite"]) == 0  # a flag still wins
+    assert "(2 steps," in capsys.readouterr().out
 
 
 def test_an_interrupted_training_resumes_to_the_same_network_and_keeps_no_state_once_saved(

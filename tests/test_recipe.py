@@ -47,7 +47,8 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "--gmm_mixtures",
         "2",
     ]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    # the lab's rows too (--lab yes): the teacher's scored conversions and stage 8
+    done = subprocess.run([*command, "--lab", "yes"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     exp = tmp_path / "exp" / "bdl_slt_ci"
     for split in ("train", "dev", "eval"):
@@ -121,11 +122,15 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert last[2] == f"report:      {exp}/report/index.html" and last[3].startswith("unseen:")
     assert "tensorboard" in last[4]
     assert "=== scores of the eval set" in done.stdout and "=== seen vs unseen voices" in done.stdout
-    # idempotent: running again skips training and rewrites the same outputs
-    again = subprocess.run(
-        [*command, "--stop_stage", "7"], env=env, capture_output=True, text=True, timeout=600
-    )
+    # idempotent: running again skips training and rewrites the same outputs; without --lab yes (the
+    # main job) no teacher row and no stage 8
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "train the attention model: already done" in again.stdout
+    assert "=== stage 8: unseen voices: the lab's (--lab yes)" in again.stdout
+    assert "attention model (teacher)" not in (exp / "scores.txt").read_text()
+    assert "non-autoregressive converter" in (exp / "scores.txt").read_text()
+    assert not (exp / "converted" / "teacher").exists()
+    assert "=== seen vs unseen voices" not in again.stdout
     cached = next(line for line in again.stdout.splitlines() if line.startswith("read from the score cache"))
     assert "no conversion (source)" in cached and "natural target" in cached
     assert "train the non-autoregressive converter: already done" in again.stdout
@@ -179,6 +184,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
             "--stage, --stop_stage, --average, --teacher_minutes and --gmm_* take a number, got 'ten'",
         ),
         (["--durations", "viterbi"], "--durations takes attention, dtw or phones, got 'viterbi'"),
+        (["--lab", "1"], "--lab takes yes or no, got '1'"),
         (["--student_conf", "conf/nope.yaml"], "student config not found: conf/nope.yaml"),
         (["--phonetic_weight", "strong"], "--phonetic_weight takes a number, got 'strong'"),
         (

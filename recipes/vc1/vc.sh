@@ -16,19 +16,23 @@
 #                  and the model's teacher-forced mels -> checkpoints/mel2linear.pt beside the model (and a
 #                  copy beside the teacher); with --postfilter_minutes > 0 the GAN post-filter that sharpens
 #                  the model's mels in time -> checkpoints/postfilter.pt
-#   5 convert      the eval set's source utterances -> EXP/converted/eval/*.wav (the model), .../teacher
-#                  (the attention model, when a student is the model) and .../gmm (the classical peer,
-#                  vc gmm-peer; --gmm_pairs 0 skips it); through Griffin-Lim, and the model through each
-#                  other vocoder of --vocoders -> EXP/converted/eval_hifigan
+#   5 convert      the eval set's source utterances -> EXP/converted/eval/*.wav (the model) and .../gmm
+#                  (the classical peer, vc gmm-peer; --gmm_pairs 0 skips it); through Griffin-Lim, and the
+#                  model through each other vocoder of --vocoders -> EXP/converted/eval_hifigan
 #   6 score        MCD / F0 / WER / speaker similarity / predicted MOS of the model (through each
-#                  vocoder), the teacher and the GMM peer beside the no-conversion floor, each vocoder's
-#                  ceiling and the natural target -> EXP/scores.{txt,json}; every file's scores are kept
-#                  in exp/score_cache and read back by later runs while nothing they depend on changed
+#                  vocoder) and the GMM peer beside the no-conversion floor, each vocoder's ceiling and the
+#                  natural target -> EXP/scores.{txt,json}; every file's scores are kept in exp/score_cache
+#                  and read back by later runs while nothing they depend on changed
 #   7 report       static HTML listening report -> EXP/report/index.html
-#   8 unseen       voices no training used (other real speakers of the corpus, the target's own recordings
-#                  as input, TTS voices, the source sped up 1.19x) read the first --unseen_utts eval prompts;
-#                  each is converted and scored -> EXP/unseen_scores.txt (seen vs unseen rows)
+#   8 unseen       (--lab yes) voices no training used (other real speakers of the corpus, the target's own
+#                  recordings as input, TTS voices, the source sped up 1.19x) read the first --unseen_utts
+#                  eval prompts; each is converted and scored -> EXP/unseen_scores.txt (seen vs unseen rows)
+# Stages 0-7 are the main job: the product, what a user needs to train, convert and judge a model. The
+# lab's rows diagnose rather than deliver and cost a third more time on a slow CPU (docs/ablation.md,
+# "The main job and the lab"): --lab yes adds them, the attention model's own conversions scored beside
+# the model's (stages 5-6, .../teacher) and stage 8.
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
+#          --lab yes|no (the lab's rows above: the teacher's scored conversions and stage 8; default no)
 #          --student_conf YAML (stage 3's non-autoregressive converter, the model; default conf/student.yaml;
 #          conf/recognition_synthesis.yaml: the recognition-synthesis converter, trained on the target's own
 #          recordings; none: the attention model alone is the model)
@@ -82,12 +86,13 @@ average=3
 gmm_pairs=120
 gmm_mixtures=16
 vocoders=auto
+lab=no
 
 overrides=()
 student_overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--phonetic_weight|--teacher_minutes|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures|--vocoders)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--phonetic_weight|--teacher_minutes|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures|--vocoders|--lab)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -113,6 +118,7 @@ fi
 neural=(); [[ ",$vocoders," == *,hifigan,* ]] && neural=(hifigan)  # the vocoders beside Griffin-Lim
 case "$durations" in attention|dtw|phones) ;; *) echo "vc.sh: --durations takes attention, dtw or phones, got '$durations'" >&2; exit 2 ;; esac
 [ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
+[ "$lab" = yes ] || [ "$lab" = no ] || { echo "vc.sh: --lab takes yes or no, got '$lab'" >&2; exit 2; }
 [ -n "$unseen_voices" ] || unseen_voices=$tgt-as-source,festival-kal,flite-rms
 [ "$average" != 1 ] || { echo "vc.sh: --average takes 0 (off) or at least 2 snapshots, got 1" >&2; exit 2; }
 command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
@@ -278,7 +284,11 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     fi
 fi
 systems=()  # stage 6's rows beside the model's (named after its kind): NAME=FOLDER
-[ -z "$student_exp" ] || systems+=(--name "$student_name" --system "attention model (teacher)=$exp/converted/teacher")
+# The teacher's own conversions, a lab row: it converts (its training ends at a free-running dev check)
+# but is not the model.
+teacher_row=no; [ -z "$student_exp" ] || [ "$lab" = no ] || teacher_row=yes
+[ -z "$student_exp" ] || systems+=(--name "$student_name")
+[ "$teacher_row" = no ] || systems+=(--system "attention model (teacher)=$exp/converted/teacher")
 for v in "${neural[@]+"${neural[@]}"}"; do
     systems+=(--system "${student_name:-model}, HiFi-GAN=$exp/converted/eval_$v")
 done
@@ -289,7 +299,7 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
         "$exp"/converted/teacher_*  # nothing stale is scored
     run_stage 5 "convert eval" vc convert --checkpoint "$model" --out-dir "$exp/converted/eval" \
         --save-alignment png "${sources[@]}"
-    if [ -n "$student_exp" ]; then
+    if [ "$teacher_row" = yes ]; then
         echo "=== stage 5: convert eval with the attention model ($(date '+%H:%M:%S'))"
         vc convert --checkpoint "$teacher" --out-dir "$exp/converted/teacher" --save-alignment png \
             "${sources[@]}" 2>&1 | tee "$logs/stage5_teacher.log"
@@ -331,13 +341,17 @@ unseen_voices() {  # stage 8: make the inputs, convert and score each voice, the
     done
     ./local/unseen_table.py "$exp"
 }
-run_stage 8 "unseen voices" unseen_voices
+if [ "$lab" = yes ]; then
+    run_stage 8 "unseen voices" unseen_voices
+elif [ "$stage" -le 8 ] && [ "$stop_stage" -ge 8 ]; then
+    echo "=== stage 8: unseen voices: the lab's (--lab yes)"
+fi
 
 # The run ends with its numbers: the eval table (all rows) and, after stage 8, seen vs unseen voices.
 if [ -f "$exp/scores.txt" ]; then echo "=== scores of the eval set ($exp/scores.txt)"; cat "$exp/scores.txt"; fi
-if [ -f "$exp/unseen_scores.txt" ]; then echo "=== seen vs unseen voices"; cat "$exp/unseen_scores.txt"; fi
+if [ "$lab" = yes ] && [ -f "$exp/unseen_scores.txt" ]; then echo "=== seen vs unseen voices"; cat "$exp/unseen_scores.txt"; fi
 echo "model:       $model"
 echo "converted:   $exp/converted/eval"
 echo "report:      $exp/report/index.html"
-if [ -f "$exp/unseen_scores.txt" ]; then echo "unseen:      $exp/unseen_scores.txt"; fi
+if [ "$lab" = yes ] && [ -f "$exp/unseen_scores.txt" ]; then echo "unseen:      $exp/unseen_scores.txt"; fi
 echo "tensorboard: tensorboard --logdir $exp/tensorboard"

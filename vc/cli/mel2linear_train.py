@@ -30,7 +30,11 @@ def add_parser(commands) -> None:
     )
     sub.add_argument("--out", required=True, help="network file, e.g. EXP/checkpoints/mel2linear.pt")
     add_overwrite(sub, "--out file")
-    sub.add_argument("--config", help="YAML config whose audio settings the conversion model uses")
+    sub.add_argument(
+        "--config",
+        help="YAML config whose audio settings the conversion model uses (default: --checkpoint's own, else "
+        "the defaults)",
+    )
     sub.add_argument(
         "--checkpoint",
         help="conversion checkpoint: also train on its teacher-forced predicted mels (needs pair lists)",
@@ -63,13 +67,18 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> None:
-    from vc.config import load_config
+    from vc.artifacts.checkpoint import load_checkpoint
+    from vc.config import Config, load_config
     from vc.fileio import refuse_overwrite
     from vc.training.mel2linear import train_mel2linear
 
     refuse_overwrite([args.out], args.overwrite)
-    # The model's config.yaml, perhaps from an older version.
-    config = load_config(args.config, section_overrides(args, "mel2linear"), stored=True)
+    overrides = section_overrides(args, "mel2linear")
+    if args.config is None and args.checkpoint is not None:  # the model's own settings, as postfilter-train
+        config = Config.from_dict(load_checkpoint(args.checkpoint)["config"], stored=True)
+        config = config.with_overrides(overrides)
+    else:  # the model's config.yaml, perhaps from an older version (none: the defaults)
+        config = load_config(args.config, overrides, stored=True)
     info = train_mel2linear(
         args.inputs,
         config.audio,
