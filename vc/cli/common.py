@@ -122,5 +122,15 @@ def section_overrides(args, section: str) -> list[str]:
     return [f"{section}.{key}={value}" for key, value in given.items()] + list(args.set)
 
 
+def companion_config(args, section: str):
+    """A companion trainer's config: the model's own, stored in --checkpoint (defaults for what an older
+    checkpoint lacks), then its flags and --set as overrides of ``section``."""
+    from vc.artifacts.checkpoint import load_checkpoint
+    from vc.config import Config
+
+    config = Config.from_dict(load_checkpoint(args.checkpoint)["config"], stored=True)
+    return config.with_overrides(section_overrides(args, section))
+
+
 # vc.vocoders.VOCODERS' names, written out so that the parsers import no torch (a test checks they agree).
 VOCODER_CHOICES = ("griffin-lim", "hifigan")

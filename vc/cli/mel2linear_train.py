@@ -6,6 +6,7 @@ from vc.cli.common import (
     add_command,
     add_companion_training_args,
     add_overwrite,
+    companion_config,
     positive_int,
     section_overrides,
 )
@@ -67,18 +68,15 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> None:
-    from vc.artifacts.checkpoint import load_checkpoint
-    from vc.config import Config, load_config
+    from vc.config import load_config
     from vc.fileio import refuse_overwrite
     from vc.training.mel2linear import train_mel2linear
 
     refuse_overwrite([args.out], args.overwrite)
-    overrides = section_overrides(args, "mel2linear")
     if args.config is None and args.checkpoint is not None:  # the model's own settings, as postfilter-train
-        config = Config.from_dict(load_checkpoint(args.checkpoint)["config"], stored=True)
-        config = config.with_overrides(overrides)
+        config = companion_config(args, "mel2linear")
     else:  # the model's config.yaml, perhaps from an older version (none: the defaults)
-        config = load_config(args.config, overrides, stored=True)
+        config = load_config(args.config, section_overrides(args, "mel2linear"), stored=True)
     info = train_mel2linear(
         args.inputs,
         config.audio,

@@ -6,8 +6,8 @@ from vc.cli.common import (
     add_command,
     add_companion_training_args,
     add_overwrite,
+    companion_config,
     positive_int,
-    section_overrides,
 )
 
 EXAMPLE = (
@@ -63,15 +63,12 @@ def add_parser(commands) -> None:
 
 
 def run(args) -> None:
-    from vc.artifacts.checkpoint import load_checkpoint
-    from vc.config import Config
     from vc.fileio import refuse_overwrite
     from vc.training.postfilter import train_postfilter
 
     refuse_overwrite([args.out], args.overwrite)
-    # The model's own config (its postfilter section, defaults for older checkpoints), then the flags.
-    config = Config.from_dict(load_checkpoint(args.checkpoint)["config"], stored=True)
-    options = config.with_overrides(section_overrides(args, "postfilter")).postfilter
+    config = companion_config(args, "postfilter")  # the model's own postfilter section, then the flags
+    options = config.postfilter
     info = train_postfilter(
         args.lists, args.checkpoint, args.out, options, not args.no_progress, args.device, config.train.amp,
         args.resume,
