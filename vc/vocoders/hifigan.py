@@ -8,6 +8,11 @@ interpolation between its bins), gives its mel at our frames, and a linear inter
 the log-mel moves them onto its frame times. No gain is applied (see bridge_basis). The generator's
 wave is resampled to ours.
 
+Where vocoder.hifigan_precision says so ("auto": on a CPU with bfloat16 arithmetic in hardware, see
+use_bfloat16) the generator computes in bfloat16 up to its last level: that level, at the output's
+rate, stays in float32, as in bfloat16 it lays a noise floor over the spectrum (+1 dB on the log
+spectrum's mean, MCD +0.29 dB on the eval set; docs/ablation.md, "The HiFi-GAN generator in bfloat16").
+
 Long inputs are vocoded in chunks of vocoder.hifigan_chunk_frames with the generator's receptive
 field as context on each side (vc.model.hifigan.receptive_frames): memory is bounded and the samples
 are the whole input's.
@@ -69,6 +74,20 @@ def interpolate_frames(values: torch.Tensor, positions: torch.Tensor) -> torch.T
     return values[low] * (1 - weight) + values[high] * weight
 
 
+def bfloat16_hardware() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (AMX tiles or AVX512-BF16), as oneDNN's
+    bfloat16 convolutions need to be fast; elsewhere they are emulated, slower than float32."""
+    checks = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")  # torch.cpu's own probes
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
+def use_bfloat16(precision: str, device: torch.device) -> bool:
+    """vocoder.hifigan_precision on ``device``: bfloat16 when asked, or "auto" on a CPU with the hardware."""
+    if precision == "bfloat16":
+        return True
+    return precision == "auto" and device.type == "cpu" and bfloat16_hardware()
+
+
 class HifiganVocoder(torch.nn.Module):
     """Log-mel (as made by vc.audio.LogMel) to waveform with a HiFi-GAN generator.
 
@@ -122,11 +141,13 @@ class HifiganVocoder(torch.nn.Module):
         in chunks of vocoder.hifigan_chunk_frames with the receptive field as context on each side."""
         frames, hop = mel.shape[0], self.signal.hop_length
         chunk, context = self.vocoder.hifigan_chunk_frames, self.context
+        bfloat16 = use_bfloat16(self.vocoder.hifigan_precision, mel.device)
+        levels = len(self.generator.ups) - 1 if bfloat16 else 0  # the last level in float32
         pieces = []
         for start in range(0, frames, chunk):
             end = min(frames, start + chunk)
             low, high = max(0, start - context), min(frames, end + context)
-            wave = self.generator(mel[low:high].T.unsqueeze(0).float())[0, 0]
+            wave = self.generator(mel[low:high].T.unsqueeze(0).float(), bfloat16_levels=levels)[0, 0]
             pieces.append(wave[(start - low) * hop : (end - low) * hop])
         return torch.cat(pieces)
 
