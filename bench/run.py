@@ -28,7 +28,8 @@ when that background load is about 0 %.
 4. Cold start: `vc convert in.wav out.wav` with the bundled model in a new process, 3 s input.
 5. `vc serve`: cold start until the page answers, then latency (p50, p95) and requests per minute for a
    3 s recording with 1, 4 and 16 concurrent clients (bench/serve_load.py; needs the serve extra).
-6. Vocoders: the whole conversion's RTF through Griffin-Lim and through HiFi-GAN (the neural extra), at
+6. Vocoders: the whole conversion's RTF through Griffin-Lim and through HiFi-GAN (the neural extra; at
+   its default precision, bfloat16 on a CPU with the hardware, and in float32), at
    batch 1 and 8 on 1 and 2 threads, each in a fresh process with its peak memory, and each one's cold
    start (bench/vocoder_rtf.py; --checkpoint's model, else the bundled one).
 

@@ -14,8 +14,8 @@ rate, stays in float32, as in bfloat16 it lays a noise floor over the spectrum (
 spectrum's mean, MCD +0.29 dB on the eval set; docs/ablation.md, "The HiFi-GAN generator in bfloat16").
 
 Long inputs are vocoded in chunks of vocoder.hifigan_chunk_frames with the generator's receptive
-field as context on each side (vc.model.hifigan.receptive_frames): memory is bounded and the samples
-are the whole input's.
+field as context on each side (vc.model.hifigan.receptive_frames), padded to a few fixed shapes:
+memory is bounded and the samples are the whole input's (followed by that context's silence).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from vc.errors import ConfigError
 from vc.model.hifigan import HifiganGenerator, receptive_frames
 
 LOG_FLOOR = 1e-5  # HiFi-GAN's: log(clamp(mel, min=1e-5))
+SHAPE_STEP = 32  # frames: every window the generator reads is a multiple of this long (see generate)
 
 
 def bridge_basis(audio: AudioConfig, signal: HifiganSignal) -> np.ndarray:
@@ -137,17 +138,28 @@ class HifiganVocoder(torch.nn.Module):
 
     @torch.no_grad()
     def generate(self, mel: torch.Tensor) -> torch.Tensor:
-        """One item's HiFi-GAN mel (frames, n_mels) -> its samples (frames * hop,) at the generator's rate,
-        in chunks of vocoder.hifigan_chunk_frames with the receptive field as context on each side."""
+        """One item's HiFi-GAN mel (frames, n_mels) -> its samples (frames * hop,) at the generator's rate.
+
+        In chunks of vocoder.hifigan_chunk_frames with the receptive field as context on each side; the
+        input is followed by that much silence (the mel's floor), and each window is padded with more
+        silence to a multiple of SHAPE_STEP frames: the generator meets a few shapes, not one per
+        input, so oneDNN reuses its convolutions' kernels (a new shape costs their set-up again,
+        which in bfloat16 took all of its gain). The samples are those of the whole input followed by
+        the receptive field's silence (tested).
+        """
         frames, hop = mel.shape[0], self.signal.hop_length
         chunk, context = self.vocoder.hifigan_chunk_frames, self.context
         bfloat16 = use_bfloat16(self.vocoder.hifigan_precision, mel.device)
         levels = len(self.generator.ups) - 1 if bfloat16 else 0  # the last level in float32
+        silence = math.log(LOG_FLOOR)
         pieces = []
         for start in range(0, frames, chunk):
             end = min(frames, start + chunk)
-            low, high = max(0, start - context), min(frames, end + context)
-            wave = self.generator(mel[low:high].T.unsqueeze(0).float(), bfloat16_levels=levels)[0, 0]
+            low = max(0, start - context)
+            window = mel[low : min(frames, end + context)]
+            size = -(-(end + context - low) // SHAPE_STEP) * SHAPE_STEP
+            window = torch.cat([window, window.new_full((size - window.shape[0], window.shape[1]), silence)])
+            wave = self.generator(window.T.unsqueeze(0).float(), bfloat16_levels=levels)[0, 0]
             pieces.append(wave[(start - low) * hop : (end - low) * hop])
         return torch.cat(pieces)
 
