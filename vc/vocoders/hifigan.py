@@ -13,9 +13,10 @@ use_bfloat16) the generator computes in bfloat16 up to its last level: that leve
 rate, stays in float32, as in bfloat16 it lays a noise floor over the spectrum (+1 dB on the log
 spectrum's mean, MCD +0.29 dB on the eval set; docs/ablation.md, "The HiFi-GAN generator in bfloat16").
 
-Long inputs are vocoded in chunks of vocoder.hifigan_chunk_frames with the generator's receptive
-field as context on each side (vc.model.hifigan.receptive_frames), padded to a few fixed shapes:
-memory is bounded and the samples are the whole input's (followed by that context's silence).
+Every input is vocoded in chunks of vocoder.hifigan_chunk_frames with the generator's receptive
+field as context on each side (vc.model.hifigan.receptive_frames), all through one window shape:
+memory is bounded, the samples are the whole input's between silences, and the convolutions reuse
+what their first call set up.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from vc.errors import ConfigError
 from vc.model.hifigan import HifiganGenerator, receptive_frames
 
 LOG_FLOOR = 1e-5  # HiFi-GAN's: log(clamp(mel, min=1e-5))
-SHAPE_STEP = 32  # frames: every window the generator reads is a multiple of this long (see generate)
 
 
 def bridge_basis(audio: AudioConfig, signal: HifiganSignal) -> np.ndarray:
@@ -140,28 +140,35 @@ class HifiganVocoder(torch.nn.Module):
     def generate(self, mel: torch.Tensor) -> torch.Tensor:
         """One item's HiFi-GAN mel (frames, n_mels) -> its samples (frames * hop,) at the generator's rate.
 
-        In chunks of vocoder.hifigan_chunk_frames with the receptive field as context on each side; the
-        input is followed by that much silence (the mel's floor), and each window is padded with more
-        silence to a multiple of SHAPE_STEP frames: the generator meets a few shapes, not one per
-        input, so oneDNN reuses its convolutions' kernels (a new shape costs their set-up again,
-        which in bfloat16 took all of its gain). The samples are those of the whole input followed by
-        the receptive field's silence (tested).
+        In chunks of vocoder.hifigan_chunk_frames, each read with the receptive field as context on
+        either side, all through one window shape: the input is framed by silence (the mel's floor),
+        so the first window has its left context and the last its chunk's length. Every call then has
+        the same shape, so the generator's convolutions reuse what their first call set up (a new shape
+        costs about half a call again in bfloat16). The samples are those of the whole input between
+        the receptive field's silence on either side (tested).
         """
         frames, hop = mel.shape[0], self.signal.hop_length
         chunk, context = self.vocoder.hifigan_chunk_frames, self.context
         bfloat16 = use_bfloat16(self.vocoder.hifigan_precision, mel.device)
         levels = len(self.generator.ups) - 1 if bfloat16 else 0  # the last level in float32
+        count = -(-frames // chunk)
         silence = math.log(LOG_FLOOR)
-        pieces = []
-        for start in range(0, frames, chunk):
-            end = min(frames, start + chunk)
-            low = max(0, start - context)
-            window = mel[low : min(frames, end + context)]
-            size = -(-(end + context - low) // SHAPE_STEP) * SHAPE_STEP
-            window = torch.cat([window, window.new_full((size - window.shape[0], window.shape[1]), silence)])
-            wave = self.generator(window.T.unsqueeze(0).float(), bfloat16_levels=levels)[0, 0]
-            pieces.append(wave[(start - low) * hop : (end - low) * hop])
-        return torch.cat(pieces)
+        after = count * chunk - frames + context
+        padded = torch.cat(
+            [
+                mel.new_full((context, mel.shape[1]), silence),
+                mel,
+                mel.new_full((after, mel.shape[1]), silence),
+            ]
+        )
+        width = chunk + 2 * context
+        pieces = [
+            self.generator(
+                padded[k * chunk : k * chunk + width].T.unsqueeze(0).float(), bfloat16_levels=levels
+            )[0, 0, context * hop : (context + chunk) * hop]
+            for k in range(count)
+        ]
+        return torch.cat(pieces)[: frames * hop]
 
     @torch.no_grad()
     def forward(
