@@ -171,7 +171,7 @@ class VocoderConfig:
     # hifigan: frames of its mel (its own frame rate) vocoded per call; every input goes in chunks of
     # this many with the generator's receptive field as context on each side (the same samples, memory
     # bounded). 98 + the universal generator's 2 x 15 context: windows of 128 frames, which fit the
-    # caches better than longer ones (1.5x faster than 226 on one thread; docs/ablation.md "One window
+    # caches better than longer ones (0.70-0.75x the time of 226; docs/ablation.md "One window
     # shape for HiFi-GAN").
     hifigan_chunk_frames: int = 98
     # hifigan: the generator's arithmetic. "auto": bfloat16 up to its last level on a CPU that multiplies
