@@ -152,20 +152,14 @@ class HifiganVocoder(torch.nn.Module):
         bfloat16 = use_bfloat16(self.vocoder.hifigan_precision, mel.device)
         levels = len(self.generator.ups) - 1 if bfloat16 else 0  # the last level in float32
         count = -(-frames // chunk)
-        silence = math.log(LOG_FLOOR)
+        # (n_mels, context + frames + the last chunk's rest + context), the silence being the mel's floor
         after = count * chunk - frames + context
-        padded = torch.cat(
-            [
-                mel.new_full((context, mel.shape[1]), silence),
-                mel,
-                mel.new_full((after, mel.shape[1]), silence),
-            ]
-        )
+        padded = torch.nn.functional.pad(mel.T.float(), (context, after), value=math.log(LOG_FLOOR))
         width = chunk + 2 * context
         pieces = [
-            self.generator(
-                padded[k * chunk : k * chunk + width].T.unsqueeze(0).float(), bfloat16_levels=levels
-            )[0, 0, context * hop : (context + chunk) * hop]
+            self.generator(padded[None, :, k * chunk : k * chunk + width], bfloat16_levels=levels)[
+                0, 0, context * hop : (context + chunk) * hop
+            ]
             for k in range(count)
         ]
         return torch.cat(pieces)[: frames * hop]
