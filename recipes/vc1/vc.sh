@@ -33,9 +33,10 @@
 # the model's (stages 5-6, .../teacher) and stage 8.
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
 #          --lab yes|no (the lab's rows above: the teacher's scored conversions and stage 8; default no)
-#          --student_conf YAML (stage 3's non-autoregressive converter, the model; default conf/student.yaml;
-#          conf/recognition_synthesis.yaml: the recognition-synthesis converter, trained on the target's own
-#          recordings; none: the attention model alone is the model)
+#          --student_conf YAML (stage 3's converter, the model; default conf/recognition_synthesis.yaml: the
+#          recognition-synthesis converter, trained on the target's own recordings (docs/ablation.md, "The
+#          recognition-synthesis converter becomes the model"); conf/student.yaml: the non-autoregressive
+#          converter on the pairs' DTW durations; none: the attention model alone is the model)
 #          --durations dtw|attention|phones (where the student's durations come from: DTW of each pair,
 #          default, vc durations --dtw; the attention model's alignments, vc durations --checkpoint; or the
 #          transcripts' phones in both recordings, vc durations --phones, pocketsphinx's aligner)
@@ -70,7 +71,7 @@ db_root=""
 src=bdl
 tgt=slt
 conf=conf/default.yaml
-student_conf=conf/student.yaml
+student_conf=conf/recognition_synthesis.yaml
 durations=dtw
 phonetic_weight=""  # empty: the config's (here and below)
 teacher_minutes=""
