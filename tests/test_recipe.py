@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import ARCTIC
 from tests.helpers import venv_env
+from vc.config import load_config
 
 RUN = Path(__file__).resolve().parents[1] / "egs" / "arctic" / "vc1" / "run.sh"
 CONFIGS = Path(__file__).resolve().parent / "configs"  # the mini recipe's tiny models
@@ -40,7 +41,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "2",
         "--unseen_voices",
         "slt-as-source,bdl-x1.19,espeak-scot-f3",  # a real, a transformed and a synthetic voice
-        "--student_conf",  # the default model kind (conf/student.yaml), CI's size
+        "--student_conf",  # the non-autoregressive kind (conf/student.yaml), CI's size
         str(CONFIGS / "ci_student.yaml"),
         "--gmm_pairs",
         "3",
@@ -174,6 +175,41 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     # a new student gets a new phone classifier (its labels and seed may have changed), not the old one's
     assert "from step 0" in log and "frame accuracy on the dev frames" in log
     assert (exp / "checkpoints" / "averaged.pt").stat().st_mtime_ns == teacher_mtime
+
+
+@pytest.mark.slow
+def test_the_default_model_kind_runs_the_main_job(tmp_path):
+    """The recipe's default --student_conf (the recognition-synthesis converter, the main job's model) at
+    CI's size through stages 0-7: its recognizer, its synthesizer, its companions, its converted and scored
+    eval set; no attention-model row and no stage 8 (the lab's)."""
+    if not ARCTIC.is_dir():
+        pytest.skip(f"CMU ARCTIC data not found at {ARCTIC}")
+    default = next(
+        line.split("=", 1)[1] for line in RUN.with_name("vc.sh").read_text().splitlines()
+        if line.startswith("student_conf=")
+    )  # fmt: skip
+    recipe_model = load_config(RUN.parent / default).model
+    ci_model = load_config(CONFIGS / "ci_rs.yaml").model
+    assert (ci_model.kind, ci_model.content) == (recipe_model.kind, recipe_model.content)
+    command = [
+        str(RUN), "--db_root", str(ARCTIC), "--conf", str(CONFIGS / "ci.yaml"), "--work", str(tmp_path),
+        "--data_prep_args", "--limit 3", "--vocoder_minutes", "0.2", "--postfilter_minutes", "0.1",
+        "--student_conf", str(CONFIGS / "ci_rs.yaml"), "--gmm_pairs", "0", "--vocoders", "griffin-lim",
+    ]  # fmt: skip
+    done = subprocess.run(command, env=venv_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    exp = tmp_path / "exp" / "bdl_slt_ci"
+    assert "train the recognition-synthesis converter (" in done.stdout
+    student = exp / "student"
+    assert (student / "phone_classifier.pt").is_file() and (student / "checkpoints" / "averaged.pt").is_file()
+    for network in ("mel2linear", "postfilter"):
+        assert (student / "checkpoints" / f"{network}.pt").is_file()
+    converted = sorted(p.name for p in (exp / "converted" / "eval").glob("*.wav"))
+    assert converted == ["arctic_b0440.wav", "arctic_b0441.wav", "arctic_b0442.wav"]
+    rows = json.loads((exp / "scores.json").read_text())["rows"]
+    assert rows["recognition-synthesis converter"]["utterances"] == 3
+    assert "attention model (teacher)" not in rows and "GMM peer (JD-GMM, MLPG+GV)" not in rows
+    assert "=== stage 8: unseen voices: the lab's (--lab yes)" in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@
 #                  frames per source step, from DTW of each pair (-> EXP/durations_dtw.pt) or the teacher's
 #                  alignments (--durations attention -> EXP/durations.pt) or the transcripts' phones aligned in
 #                  both recordings (--durations phones -> EXP/durations_phones.pt, the alignments in
-#                  EXP/phones.json); then the non-autoregressive
-#                  converter (the student, --student_conf) on those durations, averaged the same way ->
+#                  EXP/phones.json); then the model (the student, --student_conf: the recognition-synthesis
+#                  converter, its phone recognizer trained first on both speakers' phones; or the
+#                  non-autoregressive converter on those durations), averaged the same way ->
 #                  EXP/student/checkpoints/averaged.pt, the model every later stage uses (with
 #                  --student_conf none the attention model is the model)
 #   4 vocoder      mel -> linear magnitude network for Griffin-Lim, on the target's training recordings
@@ -234,12 +235,13 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         else
             echo "=== stage 3: durations: already done ($durations_file)"
         fi
-        # The phonetic loss (its weight is the student config's, or --phonetic_weight): its labels are the
-        # phones of both recordings (vc durations --phones); --phonetic_weight 0 needs none.
+        # The phone classifier's labels (the non-autoregressive converter's phonetic loss, its weight the
+        # student config's or --phonetic_weight; the recognition-synthesis converter's recognizer): the phones
+        # of both recordings (vc durations --phones); --phonetic_weight 0 needs none.
         phonetic=()
         if [ -z "$phonetic_weight" ] || [ "$(awk -v w="$phonetic_weight" 'BEGIN { print (w > 0) }')" = 1 ]; then
             if [ ! -f "$exp/phones.json" ]; then
-                echo "=== stage 3: the transcripts' phones for the phonetic loss ($(date '+%H:%M:%S'))"
+                echo "=== stage 3: the transcripts' phones, the phone classifier's labels ($(date '+%H:%M:%S'))"
                 align_phones stage3_phones
             fi
             phonetic=("data.phones=$exp/phones.json")
