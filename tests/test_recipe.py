@@ -195,11 +195,13 @@ def test_the_default_model_kind_runs_the_main_job(tmp_path):
         str(RUN), "--db_root", str(ARCTIC), "--conf", str(CONFIGS / "ci.yaml"), "--work", str(tmp_path),
         "--data_prep_args", "--limit 3", "--vocoder_minutes", "0.2", "--postfilter_minutes", "0.1",
         "--student_conf", str(CONFIGS / "ci_rs.yaml"), "--gmm_pairs", "0", "--vocoders", "griffin-lim",
+        "--phonetic_weight", "0",  # the non-autoregressive converter's loss off: the recognizer's phones stay
     ]  # fmt: skip
     done = subprocess.run(command, env=venv_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     exp = tmp_path / "exp" / "bdl_slt_ci"
     assert "train the recognition-synthesis converter (" in done.stdout
+    assert f"phones: {exp / 'phones.json'}" in (exp / "student" / "config.yaml").read_text()
     student = exp / "student"
     assert (student / "phone_classifier.pt").is_file() and (student / "checkpoints" / "averaged.pt").is_file()
     for network in ("mel2linear", "postfilter"):

@@ -43,7 +43,7 @@
 #          transcripts' phones in both recordings, vc durations --phones, pocketsphinx's aligner)
 #          --phonetic_weight W (the student's phonetic loss, train.phonetic_weight; default: the student
 #          config's, 1 in conf/student.yaml; stage 3 aligns the transcripts' phones, EXP/phones.json, for its
-#          labels unless W is 0)
+#          labels unless W is 0, and always for the recognition-synthesis converter's recognizer)
 #          --teacher_minutes N (the attention model's time cap; default: its config's train.max_minutes,
 #          20 in conf/default.yaml, the main job's teacher, which ends earlier when it converts)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
@@ -148,7 +148,8 @@ teacher=$(snapshot "$exp")
 # The model stages 4-8 use: the student when there is one, else the teacher.
 if [ "$student_conf" = none ]; then student_exp=""; model=$teacher; else student_exp=$exp/student; model=$(snapshot "$student_exp"); fi
 # The student's name in the logs and the score table, after its config's model.kind.
-case "$([ "$student_conf" = none ] || awk '$1 == "kind:" { print $2; exit }' "$student_conf")" in
+student_kind=$([ "$student_conf" = none ] || awk '$1 == "kind:" { print $2; exit }' "$student_conf")
+case "$student_kind" in
     recognition_synthesis) student_name="recognition-synthesis converter" ;;
     framewise) student_name="frame-wise converter" ;;
     *) student_name="non-autoregressive converter" ;;
@@ -236,10 +237,11 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             echo "=== stage 3: durations: already done ($durations_file)"
         fi
         # The phone classifier's labels (the non-autoregressive converter's phonetic loss, its weight the
-        # student config's or --phonetic_weight; the recognition-synthesis converter's recognizer): the phones
-        # of both recordings (vc durations --phones); --phonetic_weight 0 needs none.
+        # student config's or --phonetic_weight; the recognition-synthesis converter's recognizer, whatever
+        # the weight): the phones of both recordings (vc durations --phones); else --phonetic_weight 0 needs none.
         phonetic=()
-        if [ -z "$phonetic_weight" ] || [ "$(awk -v w="$phonetic_weight" 'BEGIN { print (w > 0) }')" = 1 ]; then
+        if [ "$student_kind" = recognition_synthesis ] || [ -z "$phonetic_weight" ] \
+            || [ "$(awk -v w="$phonetic_weight" 'BEGIN { print (w > 0) }')" = 1 ]; then
             if [ ! -f "$exp/phones.json" ]; then
                 echo "=== stage 3: the transcripts' phones, the phone classifier's labels ($(date '+%H:%M:%S'))"
                 align_phones stage3_phones
