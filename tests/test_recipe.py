@@ -287,12 +287,17 @@ def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path)
     for words in trainings:
         settings = [w for w in words if "=" in w and not w.startswith("data.")]
         assert not settings and "--max-minutes" not in words, words
-    assert any("--phones" in words for words in calls)  # the labels of the config's phonetic loss
-    # the options override the configs, and --phonetic_weight 0 needs no phones
+    assert any("--phones" in words for words in calls)  # the labels of the default model's recognizer
+    # the options override the configs; the recognition-synthesis converter's recognizer needs the phones
+    # whatever --phonetic_weight says
     calls = stages_3_4(
         "options", "--teacher_minutes", "5", "--phonetic_weight", "0", "--vocoder_minutes", "2"
     )
     teacher, student, vocoder, postfilter = (words for words in calls if words[0].endswith("train"))
     assert "train.max_minutes=5" in teacher and "train.phonetic_weight=0" in student
     assert vocoder[vocoder.index("--max-minutes") + 1] == "2" and "--max-minutes" not in postfilter
+    assert any("--phones" in words for words in calls)
+    # the non-autoregressive converter with its phonetic loss off needs no phones
+    calls = stages_3_4("student", "--student_conf", "conf/student.yaml", "--phonetic_weight", "0")
+    assert "conf/student.yaml" in [words for words in calls if words[0] == "train"][1]
     assert not any("--phones" in words for words in calls)
