@@ -48,10 +48,30 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "--gmm_mixtures",
         "2",
     ]
-    # the lab's rows too (--lab yes): the teacher's scored conversions and stage 8
-    done = subprocess.run([*command, "--lab", "yes"], env=env, capture_output=True, text=True, timeout=600)
+    # the lab's rows too (--lab yes): the teacher's scored conversions and stage 8; the attention model, the
+    # GMM peer and the fixed rows' scores beside the student (whatever this machine's cores measure)
+    done = subprocess.run(
+        [*command, "--lab", "yes", "--side_by_side", "yes"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     exp = tmp_path / "exp" / "bdl_slt_ci"
+    lane = (exp / "logs" / "side_by_side.log").read_text()
+    assert "train the attention model (" in lane and "=== stage 5: the GMM peer" in lane
+    assert "the rows no training changes, scored ahead" in lane
+    assert "=== the side lane is done" in done.stdout
+    assert "the GMM peer: made beside the student" in done.stdout
+    # stage 6 scored only the rows a training made: the others' scores came from the side lane
+    cached = next(
+        line for line in (exp / "logs" / "stage6.log").read_text().splitlines()
+        if line.startswith("read from the score cache")
+    )  # fmt: skip
+    for row in ("GMM peer", "no conversion (source)", "natural target"):
+        assert row in cached
+    assert "non-autoregressive converter" not in cached
     for split in ("train", "dev", "eval"):
         assert len((tmp_path / "data" / "bdl_slt" / f"{split}.tsv").read_text().splitlines()) == 3
     assert list((exp / "features").glob("train-*.pt")) and (exp / "stats.json").is_file()
@@ -97,7 +117,6 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         assert sorted(p.name for p in (exp / "converted" / "eval_hifigan").glob("*.wav")) == converted
         assert not (exp / "converted" / "teacher_hifigan").exists()
     # every file's scores are kept for later runs (the second run below reads them)
-    assert "read from the score cache" in (exp / "logs" / "stage6.log").read_text()
     assert any((tmp_path / "exp" / "score_cache").rglob("*.json"))
     rows = json.loads((exp / "scores.json").read_text())["rows"]
     assert rows["non-autoregressive converter"]["utterances"] == 3
@@ -125,6 +144,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert "=== scores of the eval set" in done.stdout and "=== seen vs unseen voices" in done.stdout
     # idempotent: running again skips training and rewrites the same outputs; without --lab yes (the
     # main job) no teacher row and no stage 8
+    command += ["--side_by_side", "no"]  # in turn from here on: each step's message on the run's output
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "train the attention model: already done" in again.stdout
     assert "=== stage 8: unseen voices: the lab's (--lab yes)" in again.stdout
@@ -196,6 +216,7 @@ def test_the_default_model_kind_runs_the_main_job(tmp_path):
         "--data_prep_args", "--limit 3", "--vocoder_minutes", "0.2", "--postfilter_minutes", "0.1",
         "--student_conf", str(CONFIGS / "ci_rs.yaml"), "--gmm_pairs", "0", "--vocoders", "griffin-lim",
         "--phonetic_weight", "0",  # the non-autoregressive converter's loss off: the recognizer's phones stay
+        "--side_by_side", "no",  # in turn (the other test runs them side by side)
     ]  # fmt: skip
     done = subprocess.run(command, env=venv_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -212,6 +233,7 @@ def test_the_default_model_kind_runs_the_main_job(tmp_path):
     assert rows["recognition-synthesis converter"]["utterances"] == 3
     assert "attention model (teacher)" not in rows and "GMM peer (JD-GMM, MLPG+GV)" not in rows
     assert "=== stage 8: unseen voices: the lab's (--lab yes)" in done.stdout
+    assert "side by side" not in done.stdout and not (exp / "logs" / "side_by_side.log").exists()
 
 
 @pytest.mark.parametrize(
@@ -223,6 +245,7 @@ def test_the_default_model_kind_runs_the_main_job(tmp_path):
         ),
         (["--durations", "viterbi"], "--durations takes attention, dtw or phones, got 'viterbi'"),
         (["--lab", "1"], "--lab takes yes or no, got '1'"),
+        (["--side_by_side", "maybe"], "--side_by_side takes auto, yes or no, got 'maybe'"),
         (["--student_conf", "conf/nope.yaml"], "student config not found: conf/nope.yaml"),
         (["--phonetic_weight", "strong"], "--phonetic_weight takes a number, got 'strong'"),
         (
@@ -244,8 +267,12 @@ def test_a_bad_option_is_one_line_and_status_2_before_any_stage(tmp_path, option
 
 
 FAKE_VC = r"""#!/usr/bin/env bash
-# Records each call; makes the files the recipe looks for next.
+# Records each call (and its torch threads); makes the files the recipe looks for next; `vc cores` finds
+# the gain $FAKE_GAIN.
 printf '%s\n' "$*" >> "$VC_CALLS"
+printf '%s %s\n' "$1" "${OMP_NUM_THREADS:-all}" >> "$VC_CALLS.threads"
+if [ "$1" = cores ]; then printf '{"gain": %s}\n' "$FAKE_GAIN" > "$3"; exit 0; fi
+if [ "$1 $2 ${3##*/}" = "train --config default.yaml" ]; then sleep "${FAKE_TEACHER_SECONDS:-0}"; fi
 out=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -270,18 +297,22 @@ def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path)
     fake.chmod(0o755)
     env = {**venv_env(), "PATH": f"{fake.parent}:{venv_env()['PATH']}"}
 
-    def stages_3_4(work: str, *options: str) -> list[list[str]]:
+    def stages_3_4(work: str, *options: str, gain: str = "1.0") -> list[list[str]]:
         calls = tmp_path / f"{work}.calls"
         done = subprocess.run(
             [str(RUN), "--work", str(tmp_path / work), "--stage", "3", "--stop_stage", "4", *options],
-            env={**env, "VC_CALLS": str(calls)},
+            env={**env, "VC_CALLS": str(calls), "FAKE_GAIN": gain, "FAKE_TEACHER_SECONDS": "4"},
             capture_output=True,
             text=True,
         )
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        threads.update(dict(line.split() for line in Path(f"{calls}.threads").read_text().splitlines()[::-1]))
         return [line.split() for line in calls.read_text().splitlines()]
 
-    calls = stages_3_4("defaults")
+    threads: dict[str, str] = {}  # the first call of each command -> its OMP_NUM_THREADS
+
+    calls = stages_3_4("defaults")  # on cores that gain nothing side by side: in turn
+    assert calls[0][0] == "cores"
     trainings = [words for words in calls if "train" in words[0]]
     assert [words[0] for words in trainings] == ["train", "train", "mel2linear-train", "postfilter-train"]
     for words in trainings:
@@ -301,3 +332,48 @@ def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path)
     calls = stages_3_4("student", "--student_conf", "conf/student.yaml", "--phonetic_weight", "0")
     assert "conf/student.yaml" in [words for words in calls if words[0] == "train"][1]
     assert not any("--phones" in words for words in calls)
+    assert set(threads.values()) == {"all"}  # in turn: every command on every core
+
+
+def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
+    """Where vc cores finds two 1-thread trainings do more than one 2-thread one, the attention model
+    trains on one thread beside the student, whose caps grow by 2 / gain; where not, in turn."""
+    fake = tmp_path / "bin" / "vc"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_VC)
+    fake.chmod(0o755)
+    env = {**venv_env(), "PATH": f"{fake.parent}:{venv_env()['PATH']}", "FAKE_TEACHER_SECONDS": "4"}
+
+    def stages_3_4(work: str, gain: str, *options: str):
+        calls = tmp_path / f"{work}.calls"
+        done = subprocess.run(
+            [str(RUN), "--work", str(tmp_path / work), "--stage", "3", "--stop_stage", "4", *options],
+            env={**env, "VC_CALLS": str(calls), "FAKE_GAIN": gain}, capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        threads = [line.split() for line in Path(f"{calls}.threads").read_text().splitlines()]
+        return done.stdout, [line.split() for line in calls.read_text().splitlines()], threads
+
+    out, calls, threads = stages_3_4("gains", "1.6")
+    assert "=== stage 3: side by side" in out and "=== the side lane is done" in out
+    teacher, student = (words for words in calls if words[0] == "train")
+    assert "conf/default.yaml" in teacher and "conf/recognition_synthesis.yaml" in student
+    # conf/recognition_synthesis.yaml's 14 and 3 minutes, grown by 2 / 1.6
+    assert "train.max_minutes=17.50" in student and "train.phonetic_minutes=3.75" in student
+    assert "train.max_minutes=17.50" not in teacher
+    # every training on one thread while the other core trains the attention model
+    assert [t for t in threads if t[0].endswith("train")] == [[name, "1"] for name in (
+        "train", "train", "mel2linear-train", "postfilter-train")]  # fmt: skip
+    # a resumed student keeps its settings: the grown caps are not one of them
+    settings = tmp_path / "gains" / "exp" / "bdl_slt_default" / "student" / ".train_settings"
+    assert "17.50" not in settings.read_text()
+    out, calls, threads = stages_3_4("contends", "0.9")
+    assert "side by side" not in out
+    assert not any(w.startswith("train.max_minutes") for words in calls for w in words)
+    assert {t[1] for t in threads} == {"all"}
+    # asked for: side by side whatever the gain, the caps grown at most 2x
+    out, calls, _ = stages_3_4("asked", "0.5", "--side_by_side", "yes")
+    assert "train.max_minutes=28.00" in [words for words in calls if words[0] == "train"][1]
+    # refused: not even measured
+    out, calls, _ = stages_3_4("refused", "1.6", "--side_by_side", "no")
+    assert not any(words[0] == "cores" for words in calls) and "side by side" not in out

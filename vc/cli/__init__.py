@@ -12,6 +12,7 @@ from vc.cli import (
     average,
     compare,
     convert,
+    cores,
     curve,
     durations,
     export,
@@ -46,6 +47,7 @@ COMMANDS = (
     average,
     models,
     curve,
+    cores,
     report,
     serve,
 )
