@@ -64,6 +64,9 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert "the rows no training changes, scored ahead" in lane
     assert "=== the side lane is done" in done.stdout
     assert "the GMM peer: made beside the student" in done.stdout
+    # the student's phone recognizer on both cores before the lane, and reused by the student's training
+    assert "phone recognizer: " in (exp / "logs" / "stage3_recognizer.log").read_text()
+    assert "(dev frame accuracy" in (exp / "logs" / "stage3_student.log").read_text()
     # stage 6 scored only the rows a training made: the others' scores came from the side lane
     cached = next(
         line for line in (exp / "logs" / "stage6.log").read_text().splitlines()
@@ -280,6 +283,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+if [[ " $* " == *" --recognizer-only "* ]]; then mkdir -p "$out" && touch "$out/phone_classifier.pt"; exit 0; fi
 case "$out" in
     "") ;;
     *.pt|*.json) mkdir -p "$(dirname "$out")" && touch "$out" ;;
@@ -336,8 +340,9 @@ def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path)
 
 
 def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
-    """Where vc cores finds two 1-thread trainings do more than one 2-thread one, the attention model
-    trains on one thread beside the student, whose caps grow by 2 / gain; where not, in turn."""
+    """Where vc cores finds two 1-thread trainings do more than one 2-thread one, the student's phone
+    recognizer trains first on both cores, then the attention model on one thread beside the student, whose
+    cap grows by 2 / gain; where not, in turn."""
     fake = tmp_path / "bin" / "vc"
     fake.parent.mkdir()
     fake.write_text(FAKE_VC)
@@ -356,14 +361,20 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
 
     out, calls, threads = stages_3_4("gains", "1.6")
     assert "=== stage 3: side by side" in out and "=== the side lane is done" in out
-    teacher, student = (words for words in calls if words[0] == "train")
-    assert "conf/default.yaml" in teacher and "conf/recognition_synthesis.yaml" in student
-    # conf/recognition_synthesis.yaml's 14 and 3 minutes, grown by 2 / 1.6
-    assert "train.max_minutes=17.50" in student and "train.phonetic_minutes=3.75" in student
+    recognizer, *trainings = (words for words in calls if words[0] == "train")
+    assert "--recognizer-only" in recognizer and "conf/recognition_synthesis.yaml" in recognizer
+    teacher = next(words for words in trainings if "conf/default.yaml" in words)
+    student = next(words for words in trainings if "conf/recognition_synthesis.yaml" in words)
+    # conf/recognition_synthesis.yaml's 14 minutes grown by 2 / 1.6; its recognizer's 3 as they are
+    assert "train.max_minutes=17.50" in student and not any("phonetic_minutes" in w for w in student)
     assert "train.max_minutes=17.50" not in teacher
-    # every training on one thread while the other core trains the attention model
-    assert [t for t in threads if t[0].endswith("train")] == [[name, "1"] for name in (
-        "train", "train", "mel2linear-train", "postfilter-train")]  # fmt: skip
+    # the phones and the recognizer on both cores, then every training on one thread while the other
+    # core trains the attention model
+    assert threads[:3] == [["cores", "all"], ["durations", "all"], ["durations", "all"]]
+    assert threads[3] == ["train", "all"]
+    assert sorted(t for t in threads[4:] if t[0].endswith("train")) == [
+        ["mel2linear-train", "1"], ["postfilter-train", "1"], ["train", "1"], ["train", "1"]]  # fmt: skip
+    assert out.index("phone recognizer, on both cores") < out.index("=== stage 3: side by side")
     # a resumed student keeps its settings: the grown caps are not one of them
     settings = tmp_path / "gains" / "exp" / "bdl_slt_default" / "student" / ".train_settings"
     assert "17.50" not in settings.read_text()
@@ -371,9 +382,14 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     assert "side by side" not in out
     assert not any(w.startswith("train.max_minutes") for words in calls for w in words)
     assert {t[1] for t in threads} == {"all"}
-    # asked for: side by side whatever the gain, the caps grown at most 2x
+    # asked for: side by side whatever the gain, the cap grown at most 2x
     out, calls, _ = stages_3_4("asked", "0.5", "--side_by_side", "yes")
-    assert "train.max_minutes=28.00" in [words for words in calls if words[0] == "train"][1]
+    student = next(
+        w
+        for w in calls
+        if w[0] == "train" and "conf/recognition_synthesis.yaml" in w[1:4] and "--recognizer-only" not in w
+    )
+    assert "train.max_minutes=28.00" in student
     # refused: not even measured
     out, calls, _ = stages_3_4("refused", "1.6", "--side_by_side", "no")
     assert not any(words[0] == "cores" for words in calls) and "side by side" not in out

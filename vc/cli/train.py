@@ -16,17 +16,26 @@ def add_parser(commands) -> None:
     add_experiment_args(sub)
     sub.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out-dir")
     sub.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sub.add_argument(
+        "--recognizer-only",
+        action="store_true",
+        help="train only the run's phone recognizer (OUT/phone_classifier.pt, reused by a later vc train into "
+        "the same folder) and stop",
+    )
     sub.set_defaults(func=run)
 
 
 def run(args) -> None:
     import os
 
-    from vc.training.trainer import train
+    from vc.training.trainer import train, train_recognizer
 
     config = experiment_config(args)
     rank = int(os.environ.get("RANK", "0"))
     setup_logging(args.verbose, Path(args.out) / "train.log" if rank == 0 else None)
+    if args.recognizer_only:
+        print(f"phone recognizer: {train_recognizer(config, args.out, progress=not args.no_progress)}")
+        return
     best = train(config, args.out, resume=args.resume, progress=not args.no_progress)
     if best is not None:
         print(f"best checkpoint: {best}")

@@ -21,7 +21,7 @@ from vc.artifacts.durations import check_durations, load_durations
 from vc.audio.pitch import log_f0_stats
 from vc.audio.voice_warp import VoiceCodebook
 from vc.config import Config, dump_config
-from vc.errors import CheckpointError, DataError, VcError
+from vc.errors import CheckpointError, ConfigError, DataError, VcError
 from vc.fileio import atomic_write_text
 from vc.kinds import get_kind
 from vc.training.augment import SourceAugment
@@ -343,6 +343,20 @@ def model_loop(config: Config, out_dir: str | Path, resume: bool = False, progre
         job.close()
         raise
     return loop
+
+
+def train_recognizer(config: Config, out_dir: str | Path, progress: bool = True) -> Path:
+    """Only the run's phone recognizer, as `vc train` trains it first (or reads it, when saved): its
+    file, OUT/phone_classifier.pt, which a later `vc train` into the same folder reuses. The recipe trains
+    it on both cores before the attention model takes one of them (recipes/vc1/vc.sh, --side_by_side)."""
+    if config.train.phonetic_weight <= 0 and not get_kind(config.model.kind).needs_recognizer:
+        raise ConfigError(
+            f"this run has no phone recognizer to train (model.kind {config.model.kind}, "
+            f"train.phonetic_weight {config.train.phonetic_weight:g})"
+        )
+    job = ModelJob(config, out_dir, progress)
+    job.close()
+    return job.out_dir / "phone_classifier.pt"
 
 
 def train(config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True) -> Path | None:
