@@ -300,6 +300,7 @@ def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path)
     fake.write_text(FAKE_VC)
     fake.chmod(0o755)
     env = {**venv_env(), "PATH": f"{fake.parent}:{venv_env()['PATH']}"}
+    env.pop("OMP_NUM_THREADS", None)  # what the recipe sets, not what the test runner has
 
     def stages_3_4(work: str, *options: str, gain: str = "1.0") -> list[list[str]]:
         calls = tmp_path / f"{work}.calls"
@@ -348,6 +349,7 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     fake.write_text(FAKE_VC)
     fake.chmod(0o755)
     env = {**venv_env(), "PATH": f"{fake.parent}:{venv_env()['PATH']}", "FAKE_TEACHER_SECONDS": "4"}
+    env.pop("OMP_NUM_THREADS", None)  # what the recipe sets, not what the test runner has
 
     def stages_3_4(work: str, gain: str, *options: str):
         calls = tmp_path / f"{work}.calls"
