@@ -344,10 +344,9 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             # phonetic loss's critic): that trains first, alone on both cores, its minutes as they are.
             read -r minutes recognizer < <(python3 -c 'import sys
 from vc.config import load_config
-from vc.kinds import get_kind
+from vc.training.phonetic import has_phone_recognizer
 config = load_config(sys.argv[1], sys.argv[2:])
-needs = config.train.phonetic_weight > 0 or get_kind(config.model.kind).needs_recognizer
-print(config.train.max_minutes, int(needs))' "$student_conf" "${student_args[@]}")
+print(config.train.max_minutes, int(has_phone_recognizer(config)))' "$student_conf" "${student_args[@]}")
             if [ "$recognizer" = 1 ] && [ ! -f "$student_exp/phone_classifier.pt" ] && [ ! -f "$student_exp/.train_done" ]; then
                 echo "=== stage 3: the $student_name's phone recognizer, on both cores ($(date '+%H:%M:%S'))"
                 vc train --config "$student_conf" --out "$student_exp" --recognizer-only "${student_args[@]}" 2>&1 \

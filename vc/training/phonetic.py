@@ -32,6 +32,7 @@ from vc.artifacts.checkpoint import TRAINING_STATE, restore_random, step_checkpo
 from vc.artifacts.companion import network_from_payload, read_network_payload, save_network
 from vc.config import Config
 from vc.errors import ConfigError, DataError
+from vc.kinds import get_kind
 from vc.kinds.losses import IGNORE, phonetic_loss
 from vc.model.phone_classifier import PHONES, PhoneClassifier
 from vc.training.data import random_crops
@@ -39,6 +40,12 @@ from vc.training.loop import Job, Loop, Update, discard_training_state, training
 from vc.training.monitor import EventWriter
 
 log = logging.getLogger(__name__)
+
+
+def has_phone_recognizer(config: Config) -> bool:
+    """Whether a run trains a phone recognizer first: the phonetic loss's critic (train.phonetic_weight
+    > 0), or the content of a kind that reads it (the recognition-synthesis converter)."""
+    return config.train.phonetic_weight > 0 or get_kind(config.model.kind).needs_recognizer
 
 
 def frame_labels(phones: list[list], frames: int, frame_seconds: float) -> torch.Tensor:

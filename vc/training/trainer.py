@@ -39,7 +39,7 @@ from vc.training.data import (
 )
 from vc.training.loop import Job, Loop, Update, refuse_earlier_run
 from vc.training.monitor import Monitor
-from vc.training.phonetic import load_frame_labels, phone_critic
+from vc.training.phonetic import has_phone_recognizer, load_frame_labels, phone_critic
 
 log = logging.getLogger(__name__)
 # The progress bar's losses: (label, loss name), those the model kind has.
@@ -195,7 +195,7 @@ class ModelJob(Job):
     def _phone_labels(self, features) -> dict[str, dict[str, torch.Tensor]] | None:
         """Both sides' frame labels of data.phones (load_frame_labels) when the run has a phone
         recognizer: for the phonetic loss (train.phonetic_weight > 0) or a kind that reads content."""
-        if self.config.train.phonetic_weight <= 0 and not self.kind.needs_recognizer:
+        if not has_phone_recognizer(self.config):
             return None
         audio = self.config.audio
         return load_frame_labels(self.config.data.phones, features, audio.hop_length / audio.sample_rate)
@@ -349,7 +349,7 @@ def train_recognizer(config: Config, out_dir: str | Path, progress: bool = True)
     """Only the run's phone recognizer, as `vc train` trains it first (or reads it, when saved): its
     file, OUT/phone_classifier.pt, which a later `vc train` into the same folder reuses. The recipe trains
     it on both cores before the attention model takes one of them (recipes/vc1/vc.sh, --side_by_side)."""
-    if config.train.phonetic_weight <= 0 and not get_kind(config.model.kind).needs_recognizer:
+    if not has_phone_recognizer(config):
         raise ConfigError(
             f"this run has no phone recognizer to train (model.kind {config.model.kind}, "
             f"train.phonetic_weight {config.train.phonetic_weight:g})"
