@@ -82,10 +82,31 @@ def test_probability_zero_leaves_the_batch_alone_and_half_augments_about_half():
     assert 0.3 < changed < 0.7
 
 
+def test_rows_of_two_speakers_are_each_warped_through_their_own_statistics():
+    """The phone recognizer's batches mix both speakers' frames, each normalised by its own statistics:
+    a row is taken back to its log-mel, warped and normalised again by the statistics its index names."""
+    low = stats(-2.0, 0.5)
+    rising = FeatureStats(np.linspace(-6.0, 0.0, N_MELS, dtype=np.float32), np.full(N_MELS, 2.0, np.float32))
+    torch.manual_seed(0)
+    src = torch.randn(2, 9, N_MELS)
+    lens = torch.tensor([9, 7])
+    src[1, 7:] = 0
+    config = plain(warp_min=1.2, warp_max=1.2)
+    mixed = SourceAugment(config, AUDIO, [low, rising])(src, lens, torch.tensor([1, 0]))
+    torch.testing.assert_close(mixed[0], SourceAugment(config, AUDIO, rising)(src[:1], lens[:1])[0])
+    torch.testing.assert_close(mixed[1], SourceAugment(config, AUDIO, low)(src[1:], lens[1:])[0])
+    # Not the same warp through the other statistics: the index is what chose them.
+    assert not torch.allclose(mixed[0], SourceAugment(config, AUDIO, low)(src[:1], lens[:1])[0])
+    # The probability given overrides the config's.
+    assert SourceAugment(config, AUDIO, low, probability=0.0)(src, lens) is src
+
+
 @pytest.mark.parametrize(
     "item",
     [
         "augment.probability=1.5",
+        "augment.recognizer_probability=-0.1",
+        "augment.recognizer_probability=0.5 augment.freq_mask_width=80",
         "augment.warp_min=1.3",
         "augment.gain_db=-1",
         "augment.probability=0.5 augment.freq_mask_width=80",

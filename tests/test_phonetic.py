@@ -52,6 +52,35 @@ def test_a_classifier_learns_separable_phones():
     assert not any(p.requires_grad for p in classifier.parameters())
 
 
+def test_the_classifier_hears_its_training_crops_augmented_by_their_speakers_statistics():
+    """With an augment, training items are (mels, labels, speaker frames): every batch goes through it
+    with each crop's speaker index and lengths; the dev frames are never augmented."""
+    torch.manual_seed(0)
+    means = torch.randn(3, 6) * 3
+    pairs = [(means[labels] + 0.3 * torch.randn(60, 6), labels) for labels in torch.randint(3, (8, 60))]
+    train = [
+        (mel, label, torch.full((len(mel),), k % 2, dtype=torch.uint8))
+        for k, (mel, label) in enumerate(pairs[:6])
+    ]
+    heard = []
+
+    def augment(batch, lens, speakers):
+        heard.append((batch.clone(), lens, speakers))
+        return batch + 100.0  # nothing a classifier could learn the dev frames from
+
+    _, accuracy = train_phone_classifier(
+        train, pairs[6:], 0, 0, torch.device("cpu"), max_steps=30, batch_size=8, crop=20, augment=augment
+    )
+    assert len(heard) >= 30  # one per step (the loop may draw the next batch ahead)
+    for batch, lens, speakers in heard:
+        assert batch.shape == (8, 20, 6) and lens.tolist() == [20] * 8
+        # each crop's speaker index is that of the item it was cut from (the item's mels tell which)
+        for row, speaker in zip(batch, speakers, strict=True):
+            item = next(k for k, (mel, _, _) in enumerate(train) if any(torch.equal(row[0], f) for f in mel))
+            assert int(speaker) == item % 2
+    assert accuracy < 0.9  # it learned the shifted frames, not the dev frames it is measured on
+
+
 def test_an_interrupted_classifier_training_continues_from_its_state(tmp_path, monkeypatch):
     """The critic's training state (PATH_training/, every save_every steps) takes an interrupted run on
     to the weights the uninterrupted one reaches (and the evaluations that save it draw no random

@@ -280,6 +280,30 @@ def test_the_recognizer_trains_alone_and_the_run_after_it_reuses_it(tmp_path, ca
     assert (exp / "phone_classifier.pt").read_bytes() == first and (exp / "checkpoints" / "best.pt").is_file()
 
 
+def test_the_recognizer_hears_both_speakers_frames_augmented(tmp_path, monkeypatch):
+    """augment.recognizer_probability: the recognizer's training crops of both speakers go through one
+    SourceAugment over the source's and the target's statistics, each crop naming its own."""
+    from vc.training.augment import SourceAugment
+
+    config = tiny_training_config(tmp_path)
+    config.model = tiny_config("recognition_synthesis", **SMALL)
+    write_half_phones(config, tmp_path / "phones.json")
+    config.data = dataclasses.replace(config.data, phones=str(tmp_path / "phones.json"))
+    config.train = dataclasses.replace(config.train, phonetic_minutes=0.01)
+    config = config.with_overrides(["augment.recognizer_probability=1.0", "augment.freq_mask_width=2"])
+    calls = []
+    call = SourceAugment.__call__
+
+    def spy(self, src, lens, speakers=None):
+        calls.append((self.probability, self.mean.shape[0], speakers))
+        return call(self, src, lens, speakers)
+
+    monkeypatch.setattr(SourceAugment, "__call__", spy)
+    train_recognizer(config, tmp_path / "exp", progress=False)
+    assert calls and all(probability == 1.0 and count == 2 for probability, count, _ in calls)
+    assert {int(k) for *_, speakers in calls for k in speakers} == {0, 1}
+
+
 def test_a_run_without_a_recognizer_refuses_to_train_one(tmp_path):
     config = tiny_training_config(tmp_path)  # the attention model, no phonetic loss
     with pytest.raises(ConfigError, match="no phone recognizer to train"):

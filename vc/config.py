@@ -213,6 +213,10 @@ class AugmentConfig:
 
     # Fraction of training source utterances augmented per step; 0 = off (the bdl -> slt default).
     probability: float = 0.0
+    # Fraction of the phone recognizer's training crops (both speakers' frames, each by its own
+    # statistics) augmented the same way, so what it reads of content is heard through voices and
+    # channels the pair never had; 0 = off.
+    recognizer_probability: float = 0.0
     # Frequency warp factor range: formants and pitch scaled together (0.8-1.25 spans male to child).
     warp_min: float = 0.8
     warp_max: float = 1.25
@@ -413,8 +417,9 @@ def _validate(config: Config) -> None:
             f"inference.attention_sharpness must be positive, got {config.inference.attention_sharpness}"
         )
     augment = config.augment
-    if not 0.0 <= augment.probability <= 1.0:
-        raise ConfigError(f"augment.probability must be in [0, 1], got {augment.probability}")
+    for key in ("probability", "recognizer_probability"):
+        if not 0.0 <= getattr(augment, key) <= 1.0:
+            raise ConfigError(f"augment.{key} must be in [0, 1], got {getattr(augment, key)}")
     if not 0 < augment.warp_min <= augment.warp_max:
         raise ConfigError(
             f"augment.warp_min ({augment.warp_min}) must be positive and not exceed augment.warp_max"
@@ -422,7 +427,8 @@ def _validate(config: Config) -> None:
     for key in ("gain_db", "tilt_db", "freq_masks", "freq_mask_width", "time_masks", "time_mask_width"):
         if getattr(augment, key) < 0:
             raise ConfigError(f"augment.{key} must not be negative, got {getattr(augment, key)}")
-    if augment.probability > 0 and augment.freq_masks > 0 and augment.freq_mask_width >= config.audio.n_mels:
+    augments = augment.probability > 0 or augment.recognizer_probability > 0
+    if augments and augment.freq_masks > 0 and augment.freq_mask_width >= config.audio.n_mels:
         raise ConfigError(f"augment.freq_mask_width must be below audio.n_mels ({config.audio.n_mels})")
 
 

@@ -35,26 +35,43 @@ WARP_GRID = 64  # warp factors are drawn from this many log-spaced values: one g
 
 
 class SourceAugment:
-    """Augments a batch of normalised source log-mels (B, T, n_mels) in place of the originals."""
+    """Augments a batch of normalised source log-mels (B, T, n_mels) in place of the originals.
 
-    def __init__(self, augment: AugmentConfig, audio: AudioConfig, src_stats: FeatureStats):
+    ``src_stats``: the statistics the batch was normalised by; several (one per speaker) when rows of
+    several speakers share a batch (the phone recognizer's: both speakers', augment.recognizer_probability),
+    each row's named by ``speakers`` at the call. ``probability`` overrides augment.probability."""
+
+    def __init__(
+        self,
+        augment: AugmentConfig,
+        audio: AudioConfig,
+        src_stats: FeatureStats | list[FeatureStats],
+        probability: float | None = None,
+    ):
         self.config = augment
+        self.probability = augment.probability if probability is None else probability
         factors = np.geomspace(augment.warp_min, augment.warp_max, WARP_GRID)
         self.table = warp_table(audio, factors)
-        self.mean = torch.from_numpy(src_stats.mean)
-        self.std = torch.from_numpy(src_stats.std)
+        speakers = src_stats if isinstance(src_stats, list) else [src_stats]
+        self.mean = torch.from_numpy(np.stack([stats.mean for stats in speakers]))  # (speakers, n_mels)
+        self.std = torch.from_numpy(np.stack([stats.std for stats in speakers]))
         # A dB change of the magnitude is this much in log_base units.
         self.per_db = 1.0 / (20.0 * np.log10(audio.log_base))
 
-    def __call__(self, src: torch.Tensor, src_lens: torch.Tensor) -> torch.Tensor:
-        """(B, T, n_mels) normalised source, (B,) lengths -> the augmented batch, padding kept at 0."""
+    def __call__(
+        self, src: torch.Tensor, src_lens: torch.Tensor, speakers: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(B, T, n_mels) normalised source, (B,) lengths, (B,) each row's statistics (an index into
+        src_stats; None: the first) -> the augmented batch, padding kept at 0."""
         c = self.config
         batch, frames, n_mels = src.shape
         device = src.device
-        chosen = torch.rand(batch, device=device) < c.probability
+        chosen = torch.rand(batch, device=device) < self.probability
         if not chosen.any():
             return src
-        mean, std = self.mean.to(device), self.std.to(device)
+        which = torch.zeros(batch, dtype=torch.long) if speakers is None else speakers.long().cpu()
+        mean = self.mean[which, None, :].to(device)  # (B, 1, n_mels)
+        std = self.std[which, None, :].to(device)
         raw = src * std + mean  # back to log-mel: warps and gains act on the real spectrum
 
         # Frequency warp: linear interpolation between the two input bins each output bin reads.

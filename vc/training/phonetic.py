@@ -82,7 +82,10 @@ def load_frame_labels(path: str | Path, features, frame_seconds: float) -> dict[
 
 
 class PhoneClassifierJob(Job):
-    """Cross-entropy of the frame labels on random crops (labels IGNORE on padding), AdamW."""
+    """Cross-entropy of the frame labels on random crops (labels IGNORE on padding), AdamW. With
+    ``augment`` (a SourceAugment over each speaker's statistics) the training items are (mels, labels,
+    speaker) triples, speaker a (T,) tensor of the index of the statistics the mels were normalised by,
+    and each batch is augmented before the loss; the dev frames never are."""
 
     name = "phone classifier training"
     select_by = "frame_error"
@@ -90,9 +93,11 @@ class PhoneClassifierJob(Job):
     shown = (("loss", "loss/phonetic"),)
     marker = TRAINING_STATE
 
-    def __init__(self, classifier, train, dev, seed: int, device, crop: int, batch_size: int, writer=None):
+    def __init__(
+        self, classifier, train, dev, seed: int, device, crop: int, batch_size: int, writer=None, augment=None
+    ):
         self.classifier, self.train, self.dev, self.device = classifier, train, dev, device
-        self.crop, self.batch_size, self.writer = crop, batch_size, writer
+        self.crop, self.batch_size, self.writer, self.augment = crop, batch_size, writer, augment
         self.rng = random.Random(seed)
         self.optimizers = {"model": torch.optim.AdamW(classifier.parameters(), lr=1e-3, weight_decay=1e-4)}
         self.grad_clip = {"model": None}
@@ -101,11 +106,13 @@ class PhoneClassifierJob(Job):
     def batches(self, step: int):
         pad = torch.nn.utils.rnn.pad_sequence
         while True:
-            mels, labels = zip(*random_crops(self.train, self.batch_size, self.crop, self.rng), strict=True)
-            yield (
-                pad(mels, batch_first=True).to(self.device),
-                pad(labels, batch_first=True, padding_value=IGNORE).to(self.device),
-            )
+            crops = random_crops(self.train, self.batch_size, self.crop, self.rng)
+            mels, labels, *speaker = zip(*crops, strict=True)
+            batch = pad(mels, batch_first=True).to(self.device)
+            if self.augment is not None:
+                lens = torch.tensor([len(mel) for mel in mels])
+                batch = self.augment(batch, lens, torch.stack([frames[0] for frames in speaker[0]]))
+            yield batch, pad(labels, batch_first=True, padding_value=IGNORE).to(self.device)
 
     def updates(self, batch, step: int):
         self.classifier.train()
@@ -143,13 +150,15 @@ def train_phone_classifier(
     progress: bool = False,
     state: Path | None = None,
     save_every: int = 500,
+    augment=None,
 ) -> tuple[PhoneClassifier, float]:
     """A classifier trained on (normalised mels (T, n_mels), labels (T,)) pairs for max_minutes (or
     max_steps) in the one loop, frozen; and its frame accuracy on ``dev``. ``state``: a folder for its
-    training state (every ``save_every`` steps, with the dev accuracy), continued from when it holds one."""
+    training state (every ``save_every`` steps, with the dev accuracy), continued from when it holds one.
+    ``augment``: PhoneClassifierJob's (then ``train`` holds (mels, labels, speaker) triples)."""
     torch.manual_seed(seed)
     classifier = PhoneClassifier(train[0][0].shape[1], len(PHONES)).to(device)
-    job = PhoneClassifierJob(classifier, train, dev, seed, device, crop, batch_size, writer)
+    job = PhoneClassifierJob(classifier, train, dev, seed, device, crop, batch_size, writer, augment)
     start = time.monotonic()
     loop = Loop(
         job,
@@ -189,11 +198,18 @@ MARKER = "vc-phone-classifier"
 
 
 def phone_critic(
-    config: Config, train_targets, dev_targets, path: Path, device: torch.device, progress: bool = False
+    config: Config,
+    train_targets,
+    dev_targets,
+    path: Path,
+    device: torch.device,
+    progress: bool = False,
+    augment=None,
 ) -> PhoneClassifier:
     """The frozen classifier of a run: the one saved at ``path`` (a resumed run), else one trained now
     on the (normalised target mels, labels) pairs and saved there (vc/artifacts/companion.py's format);
-    an interrupted training of it continues from its state (PATH_training/)."""
+    an interrupted training of it continues from its state (PATH_training/). ``augment``:
+    train_phone_classifier's."""
     if path.is_file():
         payload = read_network_payload(path, MARKER, "phone classifier", device)
         classifier = network_from_payload(
@@ -208,7 +224,7 @@ def phone_critic(
     with closing(EventWriter(path.parent / "tensorboard" / "phone_classifier")) as writer:
         classifier, accuracy = train_phone_classifier(
             train_targets, dev_targets, config.train.phonetic_minutes, config.train.seed, device,
-            amp=config.train.amp, writer=writer, progress=progress, state=state,
+            amp=config.train.amp, writer=writer, progress=progress, state=state, augment=augment,
         )  # fmt: skip
     hparams = {"n_mels": config.audio.n_mels, "n_phones": len(PHONES)}
     save_network(path, MARKER, classifier, hparams, config.audio, {"accuracy": accuracy, "phones": PHONES})

@@ -203,7 +203,8 @@ class ModelJob(Job):
     def _phone_recognizer(self, labels: dict[str, dict[str, torch.Tensor]]):
         """The run's frozen phone recognizer (the phonetic loss's critic, the content of a kind that reads
         it), trained on the datasets' normalised frames of both speakers, each by its own speaker's
-        statistics (rank 0; the other ranks read the file it saved)."""
+        statistics, the training frames augmented with augment.recognizer_probability (rank 0; the other
+        ranks read the file it saved)."""
         pairs = {
             name: [
                 (items[side], labels[speaker][utt])
@@ -212,10 +213,23 @@ class ModelJob(Job):
             ]
             for name, dataset in (("train", self.train_set), ("dev", self.dev_set))
         }
+        augment = None
+        probability = self.config.augment.recognizer_probability
+        if probability > 0:
+            # Each training item names its statistics (0 the source's, 1 the target's) on every frame.
+            speakers = [side for side in (0, 1) for _ in self.train_set.ids]
+            pairs["train"] = [
+                (mel, label, torch.full((len(mel),), side, dtype=torch.uint8))
+                for (mel, label), side in zip(pairs["train"], speakers, strict=True)
+            ]
+            stats = [self.src_stats, self.tgt_stats]
+            augment = SourceAugment(self.config.augment, self.config.audio, stats, probability=probability)
         path = self.out_dir / "phone_classifier.pt"
         if self.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            critic = phone_critic(self.config, pairs["train"], pairs["dev"], path, self.device, self.progress)
+            critic = phone_critic(
+                self.config, pairs["train"], pairs["dev"], path, self.device, self.progress, augment
+            )
         if self.world_size > 1:
             dist.barrier()
         if not self.is_main:
