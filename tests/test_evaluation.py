@@ -369,3 +369,23 @@ def test_model_row_names_the_model_when_ceiling_rows_are_scored(tmp_path, monkey
     )
     assert scored[0] == "attention model" and any(row.startswith("Griffin-Lim ceiling") for row in scored)
     assert result["model_row"] == "attention model"
+
+
+def test_one_worker_scores_in_this_process_on_one_thread_and_gives_the_threads_back(monkeypatch):
+    """The pool's workers score on one torch thread each; one worker runs in this process, which must
+    score the same way (two threads on two busy cores ran the speaker encoder's LSTM 25x slower) and
+    leave the process's threads as they were (vc score resynthesises the ceilings with them)."""
+    import torch
+
+    from vc.evaluation import scoring
+
+    seen = []
+    monkeypatch.setattr(scoring, "_run_job", lambda job: seen.append(torch.get_num_threads()) or {})
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert scoring._run_pool(["a", "b"], 1, progress=False) == [{}, {}]
+        assert seen == [1, 1]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

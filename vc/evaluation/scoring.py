@@ -138,10 +138,18 @@ def available_families(wanted: Iterable[str] | None = None) -> tuple[list[str], 
 
 
 def _run_pool(jobs: list[FileJob], workers: int, progress: bool) -> list[dict[str, dict]]:
-    if workers == 1 or len(jobs) <= 1:  # in this process: its library warnings are silenced here
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return process_map(_run_job, jobs, 1, desc="scoring", unit="file", progress=progress)
+    if workers == 1 or len(jobs) <= 1:
+        # In this process, as a worker would: its library warnings silenced, one torch thread (two
+        # threads on two busy cores ran the speaker encoder's LSTM at 1 s a file, one at 0.04), then
+        # the caller's threads back.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return process_map(_run_job, jobs, 1, desc="scoring", unit="file", progress=progress)
+        finally:
+            torch.set_num_threads(threads)
     return process_map(
         _run_job, jobs, workers, desc="scoring", unit="file", progress=progress, initializer=_worker_init
     )
