@@ -18,7 +18,9 @@ The target side is never touched: the model must still produce slt. A kind whose
 target's own frames (the recognition-synthesis converter: ModelKind.augments "target") has what it
 hears of them augmented instead (Batch.heard), the frames it must predict kept: it learns to make the
 target's voice from content read in other-sounding voices (docs/ablation.md, "The recognizer hears
-the target augmented").
+the target augmented"). The phone recognizer itself (vc/training/phonetic.py) hears a share of its
+training crops, both speakers', augmented the same way (augment.recognizer_probability), each through
+its own speaker's statistics (docs/ablation.md, "The recognizer hears other voices").
 """
 
 from __future__ import annotations
