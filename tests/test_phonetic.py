@@ -53,15 +53,12 @@ def test_a_classifier_learns_separable_phones():
 
 
 def test_the_classifier_hears_its_training_crops_augmented_by_their_speakers_statistics():
-    """With an augment, training items are (mels, labels, speaker frames): every batch goes through it
+    """With an augment, training items are (mels, labels, speaker): every batch goes through it
     with each crop's speaker index and lengths; the dev frames are never augmented."""
     torch.manual_seed(0)
     means = torch.randn(3, 6) * 3
     pairs = [(means[labels] + 0.3 * torch.randn(60, 6), labels) for labels in torch.randint(3, (8, 60))]
-    train = [
-        (mel, label, torch.full((len(mel),), k % 2, dtype=torch.uint8))
-        for k, (mel, label) in enumerate(pairs[:6])
-    ]
+    train = [(mel, label, k % 2) for k, (mel, label) in enumerate(pairs[:6])]
     heard = []
 
     def augment(batch, lens, speakers):

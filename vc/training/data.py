@@ -248,14 +248,14 @@ def collate(items) -> Batch:
 
 def random_crops(items: list[tuple], count: int, frames: int, rng: random.Random) -> list[tuple]:
     """``count`` examples drawn with replacement from ``items`` (tuples of tensors of one length along
-    dim 0; None entries stay None), each cut to a random window of ``frames`` frames (shorter ones
-    whole): the batches of the networks trained on crops (the mel -> linear network, the post-filter,
-    the phone classifier), each padding them as its loss needs."""
+    dim 0; entries that are not tensors, None or an index, stay as they are), each cut to a random
+    window of ``frames`` frames (shorter ones whole): the batches of the networks trained on crops (the
+    mel -> linear network, the post-filter, the phone classifier), each padding them as its loss needs."""
     crops = []
     for example in rng.choices(items, k=count):
-        length = len(next(tensor for tensor in example if tensor is not None))
+        length = len(next(t for t in example if isinstance(t, torch.Tensor)))
         start = rng.randrange(max(length - frames, 0) + 1)
-        crops.append(tuple(None if t is None else t[start : start + frames] for t in example))
+        crops.append(tuple(t[start : start + frames] if isinstance(t, torch.Tensor) else t for t in example))
     return crops
 
 

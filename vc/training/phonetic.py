@@ -84,8 +84,8 @@ def load_frame_labels(path: str | Path, features, frame_seconds: float) -> dict[
 class PhoneClassifierJob(Job):
     """Cross-entropy of the frame labels on random crops (labels IGNORE on padding), AdamW. With
     ``augment`` (a SourceAugment over each speaker's statistics) the training items are (mels, labels,
-    speaker) triples, speaker a (T,) tensor of the index of the statistics the mels were normalised by,
-    and each batch is augmented before the loss; the dev frames never are."""
+    speaker) triples, speaker the index of the statistics the mels were normalised by, and each batch is
+    augmented before the loss; the dev frames never are."""
 
     name = "phone classifier training"
     select_by = "frame_error"
@@ -111,7 +111,7 @@ class PhoneClassifierJob(Job):
             batch = pad(mels, batch_first=True).to(self.device)
             if self.augment is not None:
                 lens = torch.tensor([len(mel) for mel in mels])
-                batch = self.augment(batch, lens, torch.stack([frames[0] for frames in speaker[0]]))
+                batch = self.augment(batch, lens, torch.tensor(speaker[0]))
             yield batch, pad(labels, batch_first=True, padding_value=IGNORE).to(self.device)
 
     def updates(self, batch, step: int):
@@ -187,7 +187,7 @@ def train_phone_classifier(
 def frame_accuracy(classifier: PhoneClassifier, pairs, device: torch.device) -> float:
     """The share of frames whose most likely phone is their label."""
     right = total = 0
-    for mel, label in pairs:
+    for mel, label, *_ in pairs:  # (mels, labels) or (mels, labels, speaker)
         guess = classifier(mel[None].to(device)).argmax(dim=-1)[0].cpu()
         right += int((guess == label).sum())
         total += len(label)

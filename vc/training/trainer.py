@@ -205,9 +205,10 @@ class ModelJob(Job):
         it), trained on the datasets' normalised frames of both speakers, each by its own speaker's
         statistics, the training frames augmented with augment.recognizer_probability (rank 0; the other
         ranks read the file it saved)."""
+        # (mels, labels, the index of the statistics they were normalised by: 0 the source's, 1 the target's)
         pairs = {
             name: [
-                (items[side], labels[speaker][utt])
+                (items[side], labels[speaker][utt], side)
                 for side, speaker in ((0, "source"), (1, "target"))
                 for utt, items in zip(dataset.ids, dataset.items, strict=True)
             ]
@@ -216,12 +217,6 @@ class ModelJob(Job):
         augment = None
         probability = self.config.augment.recognizer_probability
         if probability > 0:
-            # Each training item names its statistics (0 the source's, 1 the target's) on every frame.
-            speakers = [side for side in (0, 1) for _ in self.train_set.ids]
-            pairs["train"] = [
-                (mel, label, torch.full((len(mel),), side, dtype=torch.uint8))
-                for (mel, label), side in zip(pairs["train"], speakers, strict=True)
-            ]
             stats = [self.src_stats, self.tgt_stats]
             augment = SourceAugment(self.config.augment, self.config.audio, stats, probability=probability)
         path = self.out_dir / "phone_classifier.pt"
