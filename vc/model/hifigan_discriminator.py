@@ -23,6 +23,20 @@ Scores = list[torch.Tensor]  # one score map per sub-discriminator, each (B, ...
 Features = list[list[torch.Tensor]]  # per sub-discriminator, the feature maps of its layers
 
 
+def read_through(
+    layers: nn.ModuleList, out: nn.Module, x: torch.Tensor
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """A sub-discriminator's pass: each layer then leaky ReLU, the output layer; its scores (B, -1) and
+    every layer's map (the output's too)."""
+    features = []
+    for layer in layers:
+        x = F.leaky_relu(layer(x), LEAKY_SLOPE)
+        features.append(x)
+    x = out(x)
+    features.append(x)
+    return x.flatten(1), features
+
+
 def scaled(channels: int, width: float) -> int:
     """A layer's channels at ``width`` times the paper's (at least 8: small ones for tests)."""
     return max(8, round(channels * width))
@@ -50,14 +64,7 @@ class PeriodDiscriminator(nn.Module):
         batch, _, length = wave.shape
         if length % self.period:  # reflect-pad to a whole number of periods
             wave = F.pad(wave, (0, self.period - length % self.period), mode="reflect")
-        x = wave.view(batch, 1, -1, self.period)
-        features = []
-        for layer in self.layers:
-            x = F.leaky_relu(layer(x), LEAKY_SLOPE)
-            features.append(x)
-        x = self.out(x)
-        features.append(x)
-        return x.flatten(1), features
+        return read_through(self.layers, self.out, wave.view(batch, 1, -1, self.period))
 
 
 class ScaleDiscriminator(nn.Module):
@@ -86,14 +93,7 @@ class ScaleDiscriminator(nn.Module):
         self.out = norm(nn.Conv1d(scaled(1024, width), 1, 3, padding=1))
 
     def forward(self, wave: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        x = wave
-        features = []
-        for layer in self.layers:
-            x = F.leaky_relu(layer(x), LEAKY_SLOPE)
-            features.append(x)
-        x = self.out(x)
-        features.append(x)
-        return x.flatten(1), features
+        return read_through(self.layers, self.out, wave)
 
 
 class MultiPeriodDiscriminator(nn.Module):
