@@ -35,7 +35,7 @@ t0=$(date +%s); pids=()
 for v in model natural; do
   ex=$G/examples; [ $v = natural ] && ex=$W/natural
   $PY -m vc.cli hifigan-train $ex --start $W/start/universal.pth --out $W/$v/generator.pth \
-    --max-minutes $MIN --learning-rate 1e-4 --device $DEV --amp --no-progress > $W/$v.log 2>&1 &
+    --max-minutes $MIN --device $DEV --amp --no-progress > $W/$v.log 2>&1 &
   pids+=($!)
 done
 [ "$DEV" = cuda ] && { sleep 90; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; } &

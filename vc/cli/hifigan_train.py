@@ -25,7 +25,7 @@ def add_parser(commands) -> None:
     sub.add_argument(
         "--batch-size", dest="batch_size", type=positive_int, help="segments per step (default 16)"
     )
-    sub.add_argument("--learning-rate", dest="learning_rate", type=float, help="AdamW's rate (default 2e-4)")
+    sub.add_argument("--learning-rate", dest="learning_rate", type=float, help="AdamW's rate (default 1e-4)")
     sub.add_argument("--eval-every", dest="eval_every", type=positive_int, help="steps between validations")
     sub.add_argument("--amp", action="store_true", help="mixed precision on CUDA")
     add_companion_training_args(sub)
