@@ -323,7 +323,14 @@ def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path)
     for words in trainings:
         settings = [w for w in words if "=" in w and not w.startswith("data.")]
         assert not settings and "--max-minutes" not in words, words
-    assert any("--phones" in words for words in calls)  # the labels of the default model's recognizer
+    phones = next(
+        words for words in calls if "--phones" in words
+    )  # the labels of the default model's recognizer
+    assert "--text" not in phones  # the corpus transcripts beside the recordings
+    # with the TTS voices the prompts come from their data folder: their recordings have none beside them
+    phones = next(words for words in stages_3_4("tts", "--tts_voices", "yes") if "--phones" in words)
+    assert phones[phones.index("--text") + 1].endswith("bdl_slt_tts/text")
+    assert any(word.endswith("bdl_slt_tts/train.tsv") for word in phones)
     # the options override the configs; the recognition-synthesis converter's recognizer needs the phones
     # whatever --phonetic_weight says
     calls = stages_3_4(

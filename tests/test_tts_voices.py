@@ -114,6 +114,15 @@ def test_lists_hold_the_source_and_train_voices_only(built):
     assert resolved(list_rows(out / "eval.tsv")) == resolved(list_rows(data / "eval.tsv"))
 
 
+def test_the_prompt_of_every_id_is_written_for_the_phones_aligner(built):
+    _, out = built
+    texts = dict(line.split("\t") for line in (out / "text").read_text().splitlines())
+    ids = {row[0] for split in ("train", "dev", "eval") for row in list_rows(out / f"{split}.tsv")}
+    assert ids <= set(texts)
+    prompts = tts.read_prompts(ARCTIC, "slt", arctic_file("slt", TRAIN_UTT))
+    assert texts[f"espeak-us-m3_{TRAIN_UTT}"] == texts[TRAIN_UTT] == prompts[TRAIN_UTT]
+
+
 def test_a_second_run_synthesises_only_what_is_missing(built, monkeypatch):
     data, out = built
     files = sorted(out.rglob("*.wav"))

@@ -293,9 +293,12 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
         align_phones() {  # the transcripts' phones in both recordings -> EXP/phones.json and their durations
             new_student
+            local text=()  # the TTS voices' recordings have no corpus transcripts beside them
+            [ "$tts_voices" = no ] || text=(--text "$train_data/text")
             vc durations --phones --alignments "$exp/phones.json" --workers "$(threads "$(nproc)")" --overwrite \
                 --config "$student_conf" --features-dir "$exp/features" --out "$exp/durations_phones.pt" \
-                "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" 2>&1 | tee "$logs/$1.log"
+                "${text[@]+"${text[@]}"}" "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" \
+                2>&1 | tee "$logs/$1.log"
         }
         durations_file=$exp/durations.pt
         [ "$durations" = attention ] || durations_file=$exp/durations_$durations.pt

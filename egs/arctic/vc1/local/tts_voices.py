@@ -10,6 +10,7 @@ data_prep.py wrote (train.tsv, dev.tsv, eval.tsv), writes
     OUT/train.tsv, OUT/dev.tsv        the original pairs plus every train-role voice's, with
                                       ids <voice>_<utt_id> (feature caches are keyed by id)
     OUT/eval.tsv                      the original eval pairs, unchanged (OUT is a whole data folder)
+    OUT/text                          utt_id<TAB>prompt of every id above (the phones' aligner reads it)
     OUT/heldout/<voice>/<utt_id>.wav  each held-out voice reading the eval prompts; in no list,
                                       for a later stage to convert and score as unseen voices
 
@@ -251,6 +252,13 @@ def build(data: Path, out: Path, prompts: dict[str, str], voices=VOICES, progres
         )
     write_pair_list(out / "eval.tsv", lists["eval"])
     summary.append(f"{out / 'eval.tsv'}: {len(lists['eval'])} pairs (the original's)")
+    # The prompt of every pair id (a voice's id too), for `vc durations --phones --text`: a synthetic
+    # recording has no corpus transcript file beside it.
+    texts = {pair.utt_id: prompts[pair.utt_id] for split in ("train", "dev", "eval") for pair in lists[split]}
+    texts.update({f"{voice.name}_{pair.utt_id}": prompts[pair.utt_id] for voice, pair, _, _ in jobs})
+    with atomic_open(out / "text", "w") as handle:
+        handle.writelines(f"{utt_id}\t{text}\n" for utt_id, text in texts.items())
+    summary.append(f"{out / 'text'}: the prompts of {len(texts)} ids")
     summary.append(
         f"{out / HELDOUT}/: {len(heldout_voices)} held-out voices x {len(lists['eval'])} eval prompts"
     )
