@@ -302,7 +302,8 @@ def train_hifigan(
             "HiFi-GAN fine-tuning needs a time limit (--max-minutes) or a step limit (--max-steps)"
         )
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    torch.backends.cudnn.benchmark = True  # every step has the same shapes
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True  # every step has the same shapes
     state = training_state_folder(out)
     if not resume:
         refuse_earlier_run(state)
