@@ -216,10 +216,10 @@ class HifiganJob(Job):
                 self._segment(*item) for item in self.rng.choices(self.examples, k=self.options.batch_size)
             ]
             waves = torch.stack([wave for wave, _ in segments]).to(self.device, non_blocking=True)
-            natural = self.input_mel(waves)
-            mels = torch.stack([
-                natural[k] if mel is None else mel.to(self.device) for k, (_, mel) in enumerate(segments)
-            ])  # fmt: skip
+            # a natural segment's input is its wave's own mel, computed for those segments alone
+            natural = [k for k, (_, mel) in enumerate(segments) if mel is None]
+            own = iter(self.input_mel(waves[natural]) if natural else ())
+            mels = torch.stack([next(own) if mel is None else mel.to(self.device) for _, mel in segments])
             yield mels.transpose(1, 2), waves
 
     def updates(self, batch, step: int):
