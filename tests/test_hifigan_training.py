@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from tests.conftest import arctic_file
-from tests.test_vocoders import TINY, TINY_SIGNAL, tiny_generator, weights_installed
-from vc.artifacts.hifigan import load_generator, save_generator
+from tests.test_vocoders import TINY, TINY_SIGNAL, hifigan_mel_of, tiny_generator, weights_installed
+from vc.artifacts.hifigan import V1_SIGNAL, HifiganSignal, load_generator, save_generator
 from vc.cli import main
 from vc.errors import DataError, OutputExistsError
 from vc.model.hifigan import HifiganGenerator
@@ -22,7 +22,13 @@ from vc.model.hifigan_discriminator import (
     feature_loss,
     generator_loss,
 )
-from vc.training.hifigan import HifiganTrainOptions, LogMel, read_examples, train_hifigan, with_weight_norm
+from vc.training.hifigan import (
+    HifiganLogMel,
+    HifiganTrainOptions,
+    read_examples,
+    train_hifigan,
+    with_weight_norm,
+)
 
 SMALL = dict(batch_size=2, segment_frames=8, valid_files=1, discriminator_width=1 / 16, eval_every=2)
 
@@ -57,11 +63,21 @@ def test_hifigans_mel_has_one_frame_per_hop_and_reads_the_band_it_is_given():
     signal = dataclasses.replace(TINY_SIGNAL, n_fft=512, hop_length=128, win_length=512)
     t = torch.arange(40 * signal.hop_length) / signal.sample_rate
     low, high = (torch.sin(2 * torch.pi * f * t)[None] for f in (1000.0, 10000.0))
-    narrow, whole = LogMel(signal), LogMel(signal, fmax=signal.sample_rate / 2)
+    narrow, whole = HifiganLogMel(signal), HifiganLogMel(signal, fmax=signal.sample_rate / 2)
     assert narrow(low).shape == (1, 40, signal.n_mels)
     # 10 kHz lies above the input mel's 8 kHz: there it is silence; the loss's mel hears it
     assert float(narrow(high).max()) < float(narrow(low).max()) - 3
     assert float(whole(high).max()) > float(narrow(high).max()) + 3
+
+
+def test_hifigans_mel_is_jik876s():
+    """The input mel of a natural wave is what the test suite's reference (jik876's mel_spectrogram,
+    librosa's filterbank) computes."""
+    signal = HifiganSignal.from_json(V1_SIGNAL)
+    t = np.arange(22050) / 22050
+    wave = sum(0.1 / k * np.sin(2 * np.pi * 180 * k * t) for k in range(1, 20)).astype(np.float32)
+    ours = HifiganLogMel(signal)(torch.from_numpy(wave)[None])[0]
+    torch.testing.assert_close(ours, hifigan_mel_of(wave).float(), atol=1e-3, rtol=0)
 
 
 def test_weight_normalisation_changes_nothing_and_folds_back_on_saving(tmp_path):

@@ -88,7 +88,7 @@ class HifiganTrainOptions:
     seed: int = 1
 
 
-class LogMel(torch.nn.Module):
+class HifiganLogMel(torch.nn.Module):
     """HiFi-GAN's log-mel of a waveform: (B, samples) -> (B, samples / hop, n_mels).
 
     Its STFT (Hann window, reflection padding of (n_fft - hop) / 2 on each side, not centred), so
@@ -182,8 +182,8 @@ class HifiganJob(Job):
         self.mixed_precision = amp and self.device.type == "cuda"  # as the loop's
         self.mpd = MultiPeriodDiscriminator(width=options.discriminator_width).to(self.device)
         self.msd = MultiScaleDiscriminator(width=options.discriminator_width).to(self.device)
-        self.input_mel = LogMel(signal).to(self.device)  # what the generator hears of a natural wave
-        self.loss_mel = LogMel(signal, fmax=signal.sample_rate / 2).to(self.device)  # the whole band
+        self.input_mel = HifiganLogMel(signal).to(self.device)  # what the generator hears of a natural wave
+        self.loss_mel = HifiganLogMel(signal, fmax=signal.sample_rate / 2).to(self.device)  # the whole band
         self.hop = signal.hop_length
         adamw = dict(lr=options.learning_rate, betas=options.betas, weight_decay=options.weight_decay)
         discriminators = [*self.mpd.parameters(), *self.msd.parameters()]
