@@ -195,6 +195,21 @@ def test_chunked_vocoding_gives_the_whole_inputs_samples(chunk_frames):
     assert lengths == {chunk_frames + 2 * context}
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_hifigan_vocoding_on_a_gpu_gives_the_cpus_samples():
+    """The whole path (our log-mel -> HiFi-GAN's mel -> chunked generator -> resampled wave) on CUDA, in
+    the float32 it keeps there, against the CPU's float32 (cuDNN may convolve in TF32: 40 dB apart at least)."""
+    torch.manual_seed(3)
+    logmel = torch.randn(2, 60, 80) - 5
+    frame_lens = torch.tensor([60, 41])
+    vocoder = tiny_vocoder(16)
+    cpu_waves, cpu_lens = vocoder(logmel, frame_lens)
+    gpu_waves, gpu_lens = vocoder.to("cuda")(logmel.cuda(), frame_lens.cuda())
+    assert gpu_waves.device.type == "cuda" and torch.equal(gpu_lens.cpu(), cpu_lens)
+    noise = (gpu_waves.cpu() - cpu_waves).pow(2).sum()
+    assert 10 * torch.log10(cpu_waves.pow(2).sum() / noise.clamp(min=1e-20)) > 40
+
+
 def test_padded_batch_equals_each_item_alone_and_lengths_follow_the_frames():
     vocoder = tiny_vocoder(16)
     torch.manual_seed(2)
