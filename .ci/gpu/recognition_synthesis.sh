@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The main job's model on CUDA in one lent-GPU call (docs/results.md, "On a GPU, 2026-12-04 (H200): the
-# recognition-synthesis converter and HiFi-GAN"): the recognition-synthesis converter (its recognizer with
+# The main job's model on CUDA in one lent-GPU call (docs/results.md, "On a GPU, 2026-12-04 (NVIDIA H200): the
+# main job's model and HiFi-GAN on CUDA"): the recognition-synthesis converter (its recognizer with
 # its augmented crops, then its synthesizer) trained in fp32 and with AMP, resumed on the GPU, its
 # companions (mel -> linear network, post-filter) trained on its conversions with AMP; its conversions
 # through Griffin-Lim and through HiFi-GAN on the GPU against the CPU (wall time, waveform SNR); the GPU
-# tests. gpu_carry/ (git-ignored, carried with .whl, the wheels of librosa and soundfile and their needs):
-#   train.tsv dev.tsv eval.tsv   the first 160 / 16 / 8 pairs of the recipe's lists, paths wav/... beside
+# tests. gpu_carry/ (git-ignored, carried with .whl, the wheels of librosa and soundfile and their needs, and
+# vc_tacotron.egg-info, the entry points that register the model kinds):
+#   train.tsv dev.tsv eval.tsv   the first 120 / 16 / 8 pairs of the recipe's lists (64 MiB in all), paths wav/... beside
 #   wav/                         their FLACs
 #   phones.json durations.pt     the recipe's EXP/phones.json (those pairs) and EXP/durations_dtw.pt
 #   universal16.pt               the wheel's universal generator in float16 (the carry limit is 64 MiB):
