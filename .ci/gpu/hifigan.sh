@@ -15,12 +15,7 @@
 set -u
 OUT=${1:-$OUT}; DEV=${2:-cuda}; MIN=${3:-6}
 export PYTHONUNBUFFERED=1; PY=${PY:-python3}; W=/tmp/w_hifigan; rm -rf $W; mkdir -p $W/start
-if [ "$DEV" = cuda ]; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; lscpu | grep "Model name"
-fi
-$PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+. .ci/gpu/device.sh
 G=gpu_carry
 $PY .ci/gpu/hifigan_join.py --float32 $G/universal16.pt $W/start/universal.pth || exit 1
 $PY - "$G/examples" "$W/natural" <<'PYEOF' || exit 1

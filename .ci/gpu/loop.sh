@@ -13,12 +13,7 @@
 set -u
 OUT=${1:-$OUT}; DEV=${2:-cuda}; STEPS=${3:-200}
 export PYTHONUNBUFFERED=1; PY=${PY:-python3}; W=/tmp/w; rm -rf $W; mkdir -p $W
-if [ "$DEV" = cuda ]; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; lscpu | grep "Model name"
-fi
-$PY -c "import torch, librosa, soundfile; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+. .ci/gpu/device.sh
 G=gpu_carry; C=egs/arctic/vc1/conf
 DATA="data.train_list=$G/train.tsv data.dev_list=$G/dev.tsv data.cache_dir=$W/features data.durations=$G/durations.pt data.phones=$G/phones.json train.max_minutes=0 train.eval_every=$((STEPS/2)) train.log_every=$((STEPS/4))"
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }

@@ -15,12 +15,7 @@
 set -u
 OUT=${1:-$OUT}; DEV=${2:-cuda}; STEPS=${3:-300}
 export PYTHONUNBUFFERED=1; PY=${PY:-python3}; W=/tmp/w_rs; rm -rf $W; mkdir -p $W/hifigan
-if [ "$DEV" = cuda ]; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; lscpu | grep "Model name"
-fi
-$PY -c "import torch, librosa, soundfile; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+. .ci/gpu/device.sh
 G=gpu_carry; C=egs/arctic/vc1/conf
 $PY .ci/gpu/hifigan_join.py --float32 $G/universal16.pt $W/hifigan/generator.pth || exit 1
 DATA="data.train_list=$G/train.tsv data.dev_list=$G/dev.tsv data.cache_dir=$W/features data.durations=$G/durations.pt data.phones=$G/phones.json train.max_minutes=0 train.eval_every=$((STEPS/2)) train.log_every=$((STEPS/4))"

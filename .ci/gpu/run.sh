@@ -11,13 +11,7 @@ OUT=${1:-$OUT}; BUDGET=${2:-540}; DEV=${3:-cuda}
 START=$(date +%s); W=/tmp/w; mkdir -p $W
 export PYTHONUNBUFFERED=1
 PY=${PY:-python3}
-if [ "$DEV" = cuda ]; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  lscpu | grep "Model name"
-fi
-$PY -c "import torch, librosa, soundfile; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+. .ci/gpu/device.sh
 CONF=egs/arctic/vc1/conf/any2one.yaml
 $PY gpu_carry/unpack_features.py gpu_carry/feats.xz $CONF $W/data || exit 1
 echo "unpacked at +$(( $(date +%s) - START )) s"
