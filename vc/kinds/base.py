@@ -112,6 +112,12 @@ class ModelKind:
         """Set up a new network before its first step (the training durations, the phone recognizer,
         when it needs them)."""
 
+    def fixed_content(self, model: nn.Module, batch) -> torch.Tensor | None:
+        """What the network's frozen recognizer reads of a Batch's targets, (B, T_tgt, width): the same at
+        every step that reads it, so training reads it once per recording (Batch.content); None: the
+        network reads nothing frozen."""
+        return None
+
     def losses(self, model: nn.Module, batch, config: Config, step: int | None, critic=None) -> NamedTuple:
         """Forward a vc.training.data.Batch and return its losses (field ``total`` first).
 

@@ -79,6 +79,12 @@ class RecognitionSynthesisKind(ModelKind):
     def initialise(self, model, durations, recognizer=None) -> None:
         model.load_recognizer(recognizer)
 
+    def fixed_content(self, model, batch):
+        """The recognizer is frozen: without augmentation of what it hears (Batch.heard), every step
+        would read the same content of an utterance again (13-17 % of a step on a CPU; docs/ablation.md,
+        "The recognizer's content read once")."""
+        return model.content(batch.tgt, batch.tgt_lens)
+
     def losses(self, model, batch, config: Config, step: int | None, critic=None):
         """The target's frames from their own content: L1 + L2 before and after the postnet; with a
         critic, the phonetic loss on the output against the target's phones; with train.crop_frames,
@@ -89,7 +95,14 @@ class RecognitionSynthesisKind(ModelKind):
         if step is not None and config.train.crop_frames > 0:
             window = random_windows(batch.tgt_lens, config.train.crop_frames, batch.tgt.shape[1])
         # The content of whole utterances (as conversion reads it), then each one's window.
-        out = model(batch.tgt, batch.tgt_lens, batch.tgt_pitch, window=window, heard=batch.heard)
+        out = model(
+            batch.tgt,
+            batch.tgt_lens,
+            batch.tgt_pitch,
+            window=window,
+            heard=batch.heard,
+            content=batch.content,
+        )
         if window is not None:
             batch = dataclasses.replace(
                 batch,

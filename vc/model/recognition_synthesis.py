@@ -83,17 +83,33 @@ class RecognitionSynthesisVC(nn.Module):
             return standardise_over_time(hidden, keep)
         return hidden
 
-    def inputs(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor) -> torch.Tensor:
-        """The synthesizer's input: content features and the pitch features beside them (B, T, width + 2)."""
-        return torch.cat([self.content(mels, lens), pitch[:, : mels.shape[1]].to(mels.dtype)], dim=-1)
+    def inputs(
+        self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, content=None
+    ) -> torch.Tensor:
+        """The synthesizer's input: content features (``content``, (B, T, width), when already read) and
+        the pitch features beside them (B, T, width + 2)."""
+        content = self.content(mels, lens) if content is None else content.to(mels.dtype)
+        return torch.cat([content, pitch[:, : mels.shape[1]].to(mels.dtype)], dim=-1)
 
-    def forward(self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, window=None, heard=None):
+    def forward(
+        self,
+        mels: torch.Tensor,
+        lens: torch.Tensor,
+        pitch: torch.Tensor,
+        window=None,
+        heard=None,
+        content=None,
+    ):
         """The input resynthesised (training, teacher forcing): its own frames are the target (the
         attention decoder reads them teacher-forced). FrameWiseOutput or Seq2SeqOutput. ``window`` (B, W)
         frame indices (vc.masks.random_windows; the parallel decoder): the content is read over the whole
         input, then only each row's window is synthesised. ``heard`` (B, T, n_mels): the frames whose
-        content is read, where not ``mels`` themselves (augmented in training: vc/training/augment.py)."""
-        inputs = self.inputs(mels if heard is None else heard, lens, pitch)
+        content is read, where not ``mels`` themselves (augmented in training: vc/training/augment.py);
+        ``content`` (B, T, width): what the recognizer reads of them, where already read (training reads
+        it once per recording, vc.training.data.Batch.content)."""
+        if heard is not None and content is not None:
+            raise ValueError("heard and content are two readings of one input: pass one")
+        inputs = self.inputs(mels if heard is None else heard, lens, pitch, content)
         if window is not None:
             inputs, lens = take_frames(inputs, window), lens.clamp(max=window.shape[1])
         if self.config.decoder == "attention":

@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import math
 import os
+import time
 from pathlib import Path
 
 import torch
@@ -106,6 +107,7 @@ class ModelJob(Job):
         torch.manual_seed(t.seed + self.rank)
         self._load_data()
         self.model = self.kind.build(config.audio.n_mels, config.model).to(self.device)
+        self.content = None  # the recognizer's content of the training targets, read in start()
         self.kind.initialise(self.model, self.durations, self.recognizer)
         self.optimizers = {
             "model": torch.optim.AdamW(
@@ -121,6 +123,7 @@ class ModelJob(Job):
         """After a resume (or none): train.init_from's weights for a new run, then DDP's wrapper."""
         if init_from:
             self._init_weights(init_from)
+        self.content = self._fixed_content()
         if self.world_size > 1:
             self.ddp = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device] if self.device.type == "cuda" else None
@@ -267,6 +270,33 @@ class ModelJob(Job):
             pin_memory=self.device.type == "cuda",
         )
 
+    def _fixed_content(self) -> dict[str, torch.Tensor] | None:
+        """utt_id -> what the kind's frozen recognizer reads of each training target (ModelKind.fixed_content),
+        read once here in batches of similar lengths; None where the kind reads nothing frozen or
+        augmentation changes what it hears every step. In memory beside the features: 4 bytes per channel
+        and frame (ARCTIC's slt: about 190 MB of 256 channels)."""
+        if self.augment is not None and self.kind.augments == "target":
+            return None
+        began = time.monotonic()
+        order = sorted(range(len(self.train_set)), key=lambda k: len(self.train_set.items[k][1]))
+        size = self.config.data.batch_size
+        content = {}
+        self.model.eval()
+        for start in range(0, len(order), size):
+            batch = collate([self.train_set[k] for k in order[start : start + size]]).to(self.device)
+            with torch.no_grad():
+                features = self.kind.fixed_content(self.model, batch)
+            if features is None:
+                return None
+            for utt_id, item, length in zip(batch.utt_ids, features, batch.tgt_lens.tolist(), strict=True):
+                content[utt_id] = item[:length].clone()
+        size_mb = sum(item.numel() * item.element_size() for item in content.values()) / 2**20
+        log.info(
+            "the recognizer's content of %d training targets, read once: %.0f MB in %.1f s",
+            len(content), size_mb, time.monotonic() - began,
+        )  # fmt: skip
+        return content
+
     def batches(self, step: int):
         return map(self.prepare, self._loader(step))
 
@@ -274,6 +304,11 @@ class ModelJob(Job):
         """A training batch on the device, augmented (training batches only: dev losses stay comparable
         across runs)."""
         batch = batch.to(self.device)
+        if self.content is not None:
+            content = [self.content[utt_id] for utt_id in batch.utt_ids]
+            batch = dataclasses.replace(
+                batch, content=torch.nn.utils.rnn.pad_sequence(content, batch_first=True)
+            )
         if self.augment is not None and self.kind.augments == "target":
             batch = dataclasses.replace(batch, heard=self.augment(batch.tgt, batch.tgt_lens))
         elif self.augment is not None:
