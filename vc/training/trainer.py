@@ -274,7 +274,7 @@ class ModelJob(Job):
         """utt_id -> what the kind's frozen recognizer reads of each training target (ModelKind.fixed_content),
         read once here in batches of similar lengths; None where the kind reads nothing frozen or
         augmentation changes what it hears every step. In memory beside the features: 4 bytes per channel
-        and frame (ARCTIC's slt: about 190 MB of 256 channels)."""
+        and frame (ARCTIC's slt: 149 MB, 932 recordings of 256 channels)."""
         if self.augment is not None and self.kind.augments == "target":
             return None
         began = time.monotonic()
