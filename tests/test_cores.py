@@ -17,7 +17,12 @@ def test_the_probe_counts_both_ways_and_writes_its_gain(tmp_path, capsys):
     found = json.loads(out.read_text())
     alone, together = found["alone_2_threads"], found["side_by_side_1_thread"]
     assert alone > 0 and len(together) == 2 and all(steps > 0 for steps in together)
-    assert found["gain"] == pytest.approx(sum(together) / alone)
+    rate, rates = found["steps_per_second_alone"], found["steps_per_second_side_by_side"]
+    assert found["gain"] == pytest.approx(sum(rates) / rate)
+    # each rated by its whole steps over the seconds they took: at least its 0.5 s in all, each round's
+    # last step ending past the round's end
+    counts, paces = [alone, *together], [rate, *rates]
+    assert all(steps / pace >= 0.5 for steps, pace in zip(counts, paces, strict=True))
     assert capsys.readouterr().out.startswith(
         f"side by side: {found['gain']:.2f}x the work of one 2-thread process"
     )

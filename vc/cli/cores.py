@@ -30,7 +30,10 @@ def add_parser(commands) -> None:
         EXAMPLE,
     )
     sub.add_argument(
-        "--seconds", type=positive_seconds, default=4.0, help="each measurement's length (default 4)"
+        "--seconds",
+        type=positive_seconds,
+        default=4.0,
+        help="each way's seconds in all, in turns (default 4)",
     )
     sub.add_argument("--json", help="also write the steps and the gain to this JSON file")
     sub.set_defaults(func=run)
@@ -45,5 +48,5 @@ def run(args) -> None:
     pair = " + ".join(str(steps) for steps in found["side_by_side_1_thread"])
     print(
         f"side by side: {found['gain']:.2f}x the work of one 2-thread process ({pair} training steps "
-        f"against {found['alone_2_threads']} in {found['seconds']:g} s)"
+        f"against {found['alone_2_threads']}, {found['seconds']:g} s each way in {found['rounds']} turns)"
     )
