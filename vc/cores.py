@@ -99,7 +99,7 @@ def side_by_side_gain(seconds: float = 4.0) -> dict:
     all, in turns, and the gain: what the two did together a second over what the one did (above 1: side
     by side does more work). The ways alternate in short rounds and each process is rated by its whole
     steps over the seconds they took: one 4-second window each way read 1.20-1.88 on one VM in an hour,
-    the rounds 1.32-1.59 (docs/ablation.md, "The recognizer's content read once")."""
+    the rounds 1.29-1.59 (docs/ablation.md, "The recognizer's content read once")."""
     if not seconds > 0:
         raise VcError(f"the probe needs a positive number of seconds, got {seconds}")
     (alone, alone_took), *together = _run(seconds)
