@@ -275,14 +275,24 @@ FAKE_VC = r"""#!/usr/bin/env bash
 printf '%s\n' "$*" >> "$VC_CALLS"
 printf '%s %s\n' "$1" "${OMP_NUM_THREADS:-all}" >> "$VC_CALLS.threads"
 if [ "$1" = cores ]; then printf '{"gain": %s}\n' "$FAKE_GAIN" > "$3"; exit 0; fi
-if [ "$1 $2 ${3##*/}" = "train --config default.yaml" ]; then sleep "${FAKE_TEACHER_SECONDS:-0}"; fi
+teacher=no; [ "$1 $2 ${3##*/}" != "train --config default.yaml" ] || teacher=yes
 out=""
+stop=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --out|--alignments) out=$2; shift ;;
+        --stop-file) stop=$2; shift ;;
     esac
     shift
 done
+if [ "$teacher" = yes ] && [ -n "$stop" ]; then  # trains until the recipe's stop file or its seconds
+    ended="its seconds"
+    for _ in $(seq $((${FAKE_TEACHER_SECONDS:-0} * 10))); do
+        if [ -f "$stop" ]; then ended="the stop file"; break; fi
+        sleep 0.1
+    done
+    echo "$ended" >> "$VC_CALLS.teacher"
+elif [ "$teacher" = yes ]; then sleep "${FAKE_TEACHER_SECONDS:-0}"; fi
 if [[ " $* " == *" --recognizer-only "* ]]; then mkdir -p "$out" && touch "$out/phone_classifier.pt"; exit 0; fi
 case "$out" in
     "") ;;
@@ -358,11 +368,12 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     env = {**venv_env(), "PATH": f"{fake.parent}:{venv_env()['PATH']}", "FAKE_TEACHER_SECONDS": "4"}
     env.pop("OMP_NUM_THREADS", None)  # what the recipe sets, not what the test runner has
 
-    def stages_3_4(work: str, gain: str, *options: str):
+    def stages_3_4(work: str, gain: str, *options: str, seconds: str = "4"):
         calls = tmp_path / f"{work}.calls"
         done = subprocess.run(
             [str(RUN), "--work", str(tmp_path / work), "--stage", "3", "--stop_stage", "4", *options],
-            env={**env, "VC_CALLS": str(calls), "FAKE_GAIN": gain}, capture_output=True, text=True,
+            env={**env, "VC_CALLS": str(calls), "FAKE_GAIN": gain, "FAKE_TEACHER_SECONDS": seconds},
+            capture_output=True, text=True,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         threads = [line.split() for line in Path(f"{calls}.threads").read_text().splitlines()]
@@ -387,6 +398,17 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     # a resumed student keeps its settings: the grown caps are not one of them
     settings = tmp_path / "gains" / "exp" / "bdl_slt_default" / "student" / ".train_settings"
     assert "17.50" not in settings.read_text()
+    # beside the student the attention model trains on, to twice its cap, until the run wants its core
+    # back: stopped once it has had its own minutes
+    assert "--stop-file" in teacher and "train.max_minutes=40.00" in teacher  # conf/default.yaml's 20
+    assert (
+        tmp_path / "gains.calls.teacher"
+    ).read_text() == "its seconds\n"  # not stopped before its 20 minutes
+    out, calls, _ = stages_3_4("stopped", "1.6", "train.max_minutes=0.05", seconds="20")
+    teacher = next(words for words in calls if words[0] == "train" and "conf/default.yaml" in words)
+    assert "train.max_minutes=0.10" in teacher
+    assert (tmp_path / "stopped.calls.teacher").read_text() == "the stop file\n"
+    assert "stops at its next step once it has trained its own 0 minutes" in out
     out, calls, threads = stages_3_4("contends", "0.9")
     assert "side by side" not in out
     assert not any(w.startswith("train.max_minutes") for words in calls for w in words)

@@ -378,6 +378,24 @@ def test_a_time_budget_sets_the_spent_fraction_and_ends_training(tmp_path):
     loop.job.close()
 
 
+def test_a_stop_file_ends_training_as_its_budget_would(tmp_path):
+    """vc train --stop-file: once the file is there training ends at the next step, evaluated and saved
+    (the recipe's side lane stops the attention model this way); the budget's fraction stays where it was."""
+    config = tiny_training_config(tmp_path)
+    config.train = dataclasses.replace(config.train, max_steps=1000, max_minutes=0.0)
+    (tmp_path / "config.yaml").write_text(dump_config(config))
+    stop, out = tmp_path / "stop", tmp_path / "exp"
+    loop = model_loop(config, tmp_path / "probe", progress=False, stop_file=stop)
+    assert not loop._should_stop()
+    stop.touch()
+    assert loop._should_stop() and loop.spent == 0.0
+    loop.job.close()
+    command = ["train", "--config", str(tmp_path / "config.yaml"), "--out", str(out), "--no-progress"]
+    assert main([*command, "--stop-file", str(stop)]) == 0
+    assert f"0 steps in 0.0 min, ended by the stop file {stop}" in (out / "train.log").read_text()
+    assert (out / "checkpoints" / "best.pt").is_file()
+
+
 def test_the_loop_refuses_networks_that_are_not_on_its_device():
     """A job whose network stayed on the CPU while the loop runs on a GPU trained on the CPU unnoticed
     (the post-filter did, on a lent H200): the loop says so before the first step."""

@@ -45,7 +45,8 @@
 #          config's, 1 in conf/student.yaml; stage 3 aligns the transcripts' phones, EXP/phones.json, for its
 #          labels unless W is 0, and always for the recognition-synthesis converter's recognizer)
 #          --teacher_minutes N (the attention model's time cap; default: its config's train.max_minutes,
-#          20 in conf/default.yaml, the main job's teacher, which ends earlier when it converts)
+#          20 in conf/default.yaml, the main job's teacher, which ends earlier when it converts; beside the
+#          student it trains on past it, to twice it, while the run does not need its core)
 #          --work DIR (where data/ and exp/ go; default .) --data_prep_args "..." (e.g. "--limit 8")
 #          --vocoder_minutes N (stage 4's time cap; default: mel2linear.max_minutes of the model's config,
 #          6; its step budget, mel2linear.max_steps, 1880, ends it first) --unseen_utts N (stage 8; default 100: all
@@ -62,10 +63,11 @@
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
 #          mixtures, default 16)
 #          --side_by_side auto|yes|no (stage 3 with a student: once the transcripts' phones and the student's
-#          phone recognizer are made on both cores, the attention model, then the GMM peer and the scores of
-#          the rows no training changes (the GMM peer, the source, the natural target) run on one core while
-#          the student and stage 4 train on the other, each on one thread, the student's time cap grown by
-#          what sharing the cores costs it; auto, the default: when vc cores finds two 1-thread trainings do
+#          phone recognizer are made on both cores, the GMM peer, the scores of the rows no training changes
+#          (the GMM peer, the source, the natural target), then the attention model run on one core while
+#          the student, stage 4 and stage 5's conversions run on the other, each on one thread, the student's
+#          time cap grown by what sharing the cores costs it, the attention model's cap by the other core's
+#          own work (up to twice it); auto, the default: when vc cores finds two 1-thread trainings do
 #          at least 1.25x the work of one 2-thread training on this machine; docs/ablation.md, "The main
 #          job's time")
 # Trailing key=value arguments override the attention model's training config (e.g. train.max_minutes=5);
@@ -165,13 +167,20 @@ case "$student_kind" in
 esac
 model_dir=$(dirname "$model")
 
-# Both cores (--side_by_side): the side lane, a background job on one core, trains the attention model and
-# then makes what stages 5-6 need of no training (the GMM peer, the scores of its rows, the source's and the
-# natural target's, kept in the score cache) while the student trains on the other; the foreground's
-# commands run on one thread while it lives. Its output goes to EXP/logs/side_by_side.log.
+# Both cores (--side_by_side): the side lane, a background job on one core, makes what stages 5-6 need of
+# no training (the GMM peer, the scores of its rows, the source's and the natural target's, kept in the
+# score cache), then trains the attention model while the student and stage 4 train and stages 5 convert
+# on the other; the foreground's commands run on one thread while it lives. Nothing the product's rows
+# need waits for the attention model, so it trains on past its own cap (to twice it) until the foreground
+# wants both cores back (wait_lane: the stop file, once the cap is reached) or it converts: on a slow CPU
+# the foreground's own work leaves it the minutes it needs. Its output goes to EXP/logs/side_by_side.log.
 lane_pid=""
 lane_log=$logs/side_by_side.log
 lane_gmm=no  # whether the side lane makes the GMM peer (stage 5 then leaves it alone)
+teacher_cap=0  # the attention model's own time cap [s] (its config's, or --teacher_minutes): 0, none
+teacher_clock=$exp/.lane_teacher_started  # when the side lane began training it (date +%s)
+teacher_stop=$exp/.lane_teacher_stop  # vc train --stop-file: the foreground wants its core back
+train_flags=()  # vc train's flags in train_and_average (the side lane's: the stop file)
 teacher_vocoder=none  # pending: stage 4's network to copy beside the attention model once the lane is done
 teacher_vocoder_copy() { cp "$model_dir/mel2linear.pt" "$exp/checkpoints/mel2linear.pt"; }
 lane_running() { [ -n "$lane_pid" ] && kill -0 "$lane_pid" 2>/dev/null; }
@@ -182,7 +191,20 @@ trap stop_lane EXIT
 trap 'exit 130' INT TERM
 wait_lane() {  # what the side lane makes is needed from here on
     [ -n "$lane_pid" ] || return 0
-    if lane_running; then echo "=== waiting for the side lane ($(date '+%H:%M:%S'); $lane_log)"; fi
+    if lane_running; then
+        echo "=== waiting for the side lane ($(date '+%H:%M:%S'); $lane_log)"
+        if [ "$teacher_cap" -gt 0 ]; then
+            echo "=== the attention model stops at its next step once it has trained its own $((teacher_cap / 60)) minutes"
+        fi
+    fi
+    # Once the attention model has had its own cap, it is asked to stop (it may still convert first).
+    while [ "$teacher_cap" -gt 0 ] && lane_running; do
+        if [ -f "$teacher_clock" ] && [ $(($(date +%s) - $(cat "$teacher_clock"))) -ge "$teacher_cap" ]; then
+            touch "$teacher_stop"
+            break
+        fi
+        sleep 2
+    done
     local pid=$lane_pid
     lane_pid=""
     if ! wait "$pid"; then
@@ -242,7 +264,8 @@ train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's
         local resume=()
         ls "$dir"/checkpoints/step*.pt >/dev/null 2>&1 && resume=(--resume)
         echo "=== stage 3: train $name ($(date '+%H:%M:%S'))"
-        beside vc train --config "$cfg" --out "$dir" "${resume[@]+"${resume[@]}"}" "$@" 2>&1 | tee "$logs/$log.log"
+        beside vc train --config "$cfg" --out "$dir" "${resume[@]+"${resume[@]}"}" "${train_flags[@]+"${train_flags[@]}"}" \
+            "$@" 2>&1 | tee "$logs/$log.log"
         touch "$dir/.train_done"
     fi
     if [ "$average" -gt 0 ] && [ -f "$averaged" ]; then
@@ -255,7 +278,9 @@ train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     teacher_args=("${lists[@]}")
     [ -z "$teacher_minutes" ] || teacher_args+=("train.max_minutes=$teacher_minutes")
-    teacher() { train_and_average "the attention model" "$exp" "$conf" stage3 "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}"; }
+    teacher() {  # teacher [key=value...]: after the recipe's own settings
+        train_and_average "the attention model" "$exp" "$conf" stage3 "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}" "$@"
+    }
     [ -n "$student_exp" ] || side_by_side=no  # nothing to train beside it
     scale=1  # the student's time caps' growth beside the side lane
     if [ "$side_by_side" != no ]; then
@@ -267,15 +292,26 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         # 2 / gain (at most 2x) to reach the steps it reaches alone.
         scale=$(awk -v g="$gain" 'BEGIN { s = 2 / g; if (s < 1) s = 1; if (s > 2) s = 2; printf "%.2f", s }')
     fi
-    side_lane() {  # one core: the attention model, then the GMM peer, then the rows no training changes
+    side_lane() {  # one core: the GMM peer, the rows no training changes, then the attention model
         export OMP_NUM_THREADS=1
-        teacher
         [ "$lane_gmm" = no ] || gmm_peer 1
         [ "$stop_stage" -lt 6 ] || fixed_rows 1
+        date +%s > "$teacher_clock"
+        if [ "$teacher_cap" -gt 0 ]; then
+            # Its cap doubled: the foreground's stop file (wait_lane) ends it from its own cap on.
+            train_flags=(--stop-file "$teacher_stop")
+            teacher "train.max_minutes=$(awk -v s="$teacher_cap" 'BEGIN { printf "%.2f", 2 * s / 60 }')"
+        else
+            teacher
+        fi
     }
     start_lane() {  # the side lane, once what needs both cores first (the phones, the recognizer) is done
         [ "$stop_stage" -lt 5 ] || [ "$gmm_pairs" = 0 ] || lane_gmm=yes
-        echo "=== stage 3: side by side: the attention model, then the GMM peer and the scores of the rows no training changes, on one core ($(date '+%H:%M:%S'); $lane_log)"
+        rm -f "$teacher_clock" "$teacher_stop"
+        teacher_cap=$(python3 -c 'import sys
+from vc.config import load_config
+print(round(60 * load_config(sys.argv[1], sys.argv[2:]).train.max_minutes))' "$conf" "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}")
+        echo "=== stage 3: side by side: the GMM peer and the scores of the rows no training changes, then the attention model, on one core ($(date '+%H:%M:%S'); $lane_log)"
         set -m  # its own process group, so that stopping the run stops all of it
         side_lane < /dev/null > "$lane_log" 2>&1 &
         lane_pid=$!

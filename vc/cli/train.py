@@ -22,6 +22,12 @@ def add_parser(commands) -> None:
         help="train only the run's phone recognizer (OUT/phone_classifier.pt, reused by a later vc train into "
         "the same folder) and stop",
     )
+    sub.add_argument(
+        "--stop-file",
+        metavar="PATH",
+        help="end training at the next step once PATH exists, as its time limit would (evaluated, saved, "
+        "resumable); the recipe's side lane stops the attention model this way when the run needs its core",
+    )
     sub.set_defaults(func=run)
 
 
@@ -36,7 +42,9 @@ def run(args) -> None:
     if args.recognizer_only:
         print(f"phone recognizer: {train_recognizer(config, args.out, progress=not args.no_progress)}")
         return
-    best = train(config, args.out, resume=args.resume, progress=not args.no_progress)
+    best = train(
+        config, args.out, resume=args.resume, progress=not args.no_progress, stop_file=args.stop_file
+    )
     if best is not None:
         print(f"best checkpoint: {best}")
         print(f"tensorboard: tensorboard --logdir {Path(args.out) / 'tensorboard'}")

@@ -8,7 +8,8 @@ adversarial job yields the discriminator's before the generator's, whose loss re
 discriminator), and the loop does everything else, so every network gets it:
 
 - the budget: a step limit, a time limit, or both (vc/training/budget.py), and the fraction of it
-  spent, which a job's learning-rate schedule may read;
+  spent, which a job's learning-rate schedule may read; a stop file ends training early as the budget
+  would (``vc train --stop-file``);
 - mixed precision on CUDA (autocast around the job's forward passes, one gradient scaler);
 - the update: zero the gradients, backward, unscale, clip (each job names its norm or none), skip an
   update whose loss or gradient is not finite (vc/training/nonfinite.py; all ranks agree), step;
@@ -142,8 +143,12 @@ class Loop:
         world_size: int = 1,
         progress: bool = True,
         started: float | None = None,
+        stop_file: Path | None = None,
     ):
         self.job = job
+        # Once this file exists training ends at the next step, as a spent budget ends it (the recipe's
+        # side lane: the attention model trains on while the foreground does not need its core).
+        self.stop_file = Path(stop_file) if stop_file is not None else None
         self.max_steps, self.max_minutes = max_steps, max_minutes
         self.eval_every, self.log_every = eval_every, log_every
         self.evaluate_first = evaluate_first
@@ -217,6 +222,8 @@ class Loop:
         minutes = (time.monotonic() - self.started) / 60.0
         if ended != "its own end" and self.max_minutes > 0 and minutes >= self.max_minutes:
             ended = f"the time limit of {self.max_minutes:.1f} min"
+        elif ended != "its own end" and self._stop_asked():
+            ended = f"the stop file {self.stop_file}"
         if self.is_main:
             log.info("%s: %d steps in %.1f min, ended by %s", self.job.name, self.step, minutes, ended)
         if evaluated_at != self.step or (self.step == 0 and not self.evaluate_first):
@@ -280,15 +287,20 @@ class Loop:
         return finite
 
     def _should_stop(self) -> bool:
-        """Whether the step or time budget is spent; also updates self.spent."""
+        """Whether the step or time budget is spent, or the stop file is there; also updates self.spent
+        (the budget's fraction: a stop file leaves the learning-rate schedule where it was)."""
         seconds = 60 * self.max_minutes if self.max_minutes > 0 else math.inf
         spent = Budget(self.max_steps, seconds, self.started).spent(self.step)
-        if self.world_size > 1:  # every rank must leave the loop at the same step, at the same rate
-            shared = torch.tensor([spent], dtype=torch.float64, device=self.device)
-            dist.all_reduce(shared, op=dist.ReduceOp.MAX)
-            spent = shared.item()
         self.spent = min(spent, 1.0)
-        return spent >= 1.0
+        stop = float(spent >= 1.0 or (self.is_main and self._stop_asked()))
+        if self.world_size > 1:  # every rank must leave the loop at the same step, at the same rate
+            shared = torch.tensor([self.spent, stop], dtype=torch.float64, device=self.device)
+            dist.all_reduce(shared, op=dist.ReduceOp.MAX)
+            self.spent, stop = shared.tolist()
+        return stop > 0
+
+    def _stop_asked(self) -> bool:
+        return self.stop_file is not None and self.stop_file.exists()
 
     def _job_done(self) -> bool:
         """The main rank's job.done(), on every rank (all leave the loop at the same step)."""

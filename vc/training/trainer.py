@@ -366,8 +366,15 @@ class ModelJob(Job):
             self.monitor.close()
 
 
-def model_loop(config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True) -> Loop:
-    """The model kind's job in the one loop, at step 0 (train.init_from's weights) or resumed."""
+def model_loop(
+    config: Config,
+    out_dir: str | Path,
+    resume: bool = False,
+    progress: bool = True,
+    stop_file: str | Path | None = None,
+) -> Loop:
+    """The model kind's job in the one loop, at step 0 (train.init_from's weights) or resumed; training
+    ends early once ``stop_file`` exists (Loop)."""
     if not resume:
         refuse_earlier_run(Path(out_dir) / "checkpoints")
     job = ModelJob(config, out_dir, progress)
@@ -377,7 +384,7 @@ def model_loop(config: Config, out_dir: str | Path, resume: bool = False, progre
         max_steps=t.max_steps, max_minutes=t.max_minutes, eval_every=t.eval_every, log_every=t.log_every,
         checkpoints=job.out_dir / "checkpoints", keep_checkpoints=t.keep_checkpoints,
         max_nonfinite_steps=t.max_nonfinite_steps, amp=t.amp, device=job.device, rank=job.rank,
-        world_size=job.world_size, progress=progress,
+        world_size=job.world_size, progress=progress, stop_file=stop_file,
     )  # fmt: skip
     try:
         if resume:
@@ -403,11 +410,18 @@ def train_recognizer(config: Config, out_dir: str | Path, progress: bool = True)
     return job.out_dir / "phone_classifier.pt"
 
 
-def train(config: Config, out_dir: str | Path, resume: bool = False, progress: bool = True) -> Path | None:
-    """Train model.kind on the config's data; returns best.pt's path (None on the other ranks)."""
+def train(
+    config: Config,
+    out_dir: str | Path,
+    resume: bool = False,
+    progress: bool = True,
+    stop_file: str | Path | None = None,
+) -> Path | None:
+    """Train model.kind on the config's data; returns best.pt's path (None on the other ranks). Training
+    ends early, as its budget would, once ``stop_file`` exists."""
     caller_group = dist.is_initialized()  # a caller's group is the caller's to free
     try:
-        loop = model_loop(config, out_dir, resume=resume, progress=progress)
+        loop = model_loop(config, out_dir, resume=resume, progress=progress, stop_file=stop_file)
         job = loop.job
         try:
             if job.is_main:
