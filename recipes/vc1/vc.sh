@@ -234,12 +234,13 @@ gmm_peer() {  # gmm_peer WORKERS: stage 5's classical peer -> EXP/converted/gmm
         --pairs "$gmm_pairs" --mixtures "$gmm_mixtures" --workers "$1" 2>&1 | tee "$logs/stage5_gmm.log"
 }
 fixed_rows() {  # fixed_rows WORKERS: stage 6's rows no training changes (the GMM peer's, the source's, the
-    # natural target's; the speaker centroids' files), scored into the cache, where stage 6 reads them
+    # natural target's; the speaker centroids' files), scored into the cache, where stage 6 reads them; the
+    # recipe's config gives their sample rate (the side lane scores them before any model has a config)
     local converted=$exp/converted/gmm
     [ "$gmm_pairs" != 0 ] || converted=$(eval_folder 2)
     echo "=== stage 6: the rows no training changes, scored ahead into $score_cache ($(date '+%H:%M:%S'))"
     vc score --converted "$converted" --name "$gmm_row" --reference "$(eval_folder 3)" --source "$(eval_folder 2)" \
-        --config "$exp/config.yaml" --train-list "$data/train.tsv" --no-ceiling --workers "$1" \
+        --config "$conf" --train-list "$data/train.tsv" --no-ceiling --workers "$1" \
         --cache "$score_cache" --out "$logs/fixed_rows.txt" --overwrite 2>&1 | tee "$logs/stage6_fixed_rows.log"
 }
 
@@ -417,7 +418,7 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     # The teacher's row vocodes through the same network (one network, one stage's minutes): a copy beside it,
     # once the side lane has made it.
     if [ "$model_dir" != "$exp/checkpoints" ]; then
-        if lane_running; then teacher_vocoder=pending; else teacher_vocoder_copy; fi
+        if lane_running; then teacher_vocoder=pending; else wait_lane; teacher_vocoder_copy; fi  # a failed lane says so
     fi
     if [ "$postfilter_minutes" = 0 ]; then
         echo "=== stage 4: post-filter: skipped (--postfilter_minutes 0)"
