@@ -434,7 +434,9 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     # the student on the attention model's durations: that model trains first, in turn, whatever the gain
     out, calls, _ = stages_3_4("taught", "1.6", "--durations", "attention")
     teacher = next(k for k, words in enumerate(calls) if words[0] == "train" and "conf/default.yaml" in words)
-    assert teacher < next(k for k, words in enumerate(calls) if words[0] == "durations" and "--checkpoint" in words)
+    assert teacher < next(
+        k for k, words in enumerate(calls) if words[0] == "durations" and "--checkpoint" in words
+    )
     assert "side by side" not in out
     # refused: not even measured
     out, calls, _ = stages_3_4("refused", "1.6", "--side_by_side", "no")
