@@ -432,8 +432,8 @@ def train(
             if job.is_main and get_kind(config.model.kind).stops_when_converts(config) and not job.done():
                 log.warning(
                     "the model did not pass its free-running dev check (model.until_converts) by step %d, "
-                    "where its cap ended training: its conversions may not carry the words yet; a larger "
-                    "train.max_minutes lets it train on",
+                    "where its cap (or a stop file) ended training: its conversions may not carry the words "
+                    "yet; a larger train.max_minutes lets it train on",
                     loop.step,
                 )
         except BaseException:
