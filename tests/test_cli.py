@@ -4,11 +4,15 @@ checks a library caller shares."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
+import yaml
 
 from vc.cli import COMMANDS, build_parser, main
-from vc.config import load_config, starter_configs
+from vc.config import Config, load_config, starter_configs
 from vc.errors import ConfigError
 from vc.inference.files import DEFAULT_CONVERT_THREADS, convert_threads
 
@@ -134,3 +138,26 @@ def test_durations_checks_are_the_library_s(tmp_path):
     with pytest.raises(OutputExistsError, match="already exists"):
         write_durations(["list.tsv"], tmp_path, tmp_path / "d.pt", checkpoint="teacher.pt")
     assert (tmp_path / "d.pt").read_bytes() == b"kept"
+
+
+def test_vc_config_prints_the_config_train_would_resolve_whole_or_by_key(capsys):
+    assert main(["config", "--config", "student", "train.max_minutes=5", "--set", "data.batch_size=7"]) == 0
+    text = capsys.readouterr().out
+    resolved = load_config("student", ["train.max_minutes=5", "data.batch_size=7"])
+    assert Config.from_dict(yaml.safe_load(text)) == resolved  # the YAML loads back as the same config
+    keys = ["train.max_minutes", "model.kind", "train.amp", "data.train_list"]
+    get = [arg for key in keys for arg in ("--get", key)]
+    assert main(["config", "--config", "student", "train.max_minutes=5", *get]) == 0
+    assert capsys.readouterr().out.split("\n") == ["5.0", "nonautoregressive", "true", "", ""]
+    assert main(["config", "--config", "student", "--get", "train.nope"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown config key 'train.nope'" in err and "train.max_minutes" in err
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_error_line():
+    reader = "pass"  # closes the pipe before vc has started
+    run = subprocess.run(
+        f"{sys.executable} -m vc config --config default | {sys.executable} -c '{reader}'",
+        shell=True, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "error" not in run.stderr and "Traceback" not in run.stderr, run.stderr

@@ -271,10 +271,11 @@ def test_a_bad_option_is_one_line_and_status_2_before_any_stage(tmp_path, option
 
 FAKE_VC = r"""#!/usr/bin/env bash
 # Records each call (and its torch threads); makes the files the recipe looks for next; `vc cores` finds
-# the gain $FAKE_GAIN.
+# the gain $FAKE_GAIN; `vc config` is the real one.
 printf '%s\n' "$*" >> "$VC_CALLS"
 printf '%s %s\n' "$1" "${OMP_NUM_THREADS:-all}" >> "$VC_CALLS.threads"
 if [ "$1" = cores ]; then printf '{"gain": %s}\n' "$FAKE_GAIN" > "$3"; exit 0; fi
+if [ "$1" = config ]; then exec python3 -m vc "$@"; fi  # the recipe's settings, as they are
 teacher=no; [ "$1 $2 ${3##*/}" != "train --config default.yaml" ] || teacher=yes
 command=$1 words=" $* " out="" stop="" config=""
 while [ $# -gt 0 ]; do
@@ -430,7 +431,9 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     out, calls, _ = stages_3_4("scored", "1.6", "--stop_stage", "6")
     fixed = next(words for words in calls if words[0] == "score" and "--no-ceiling" in words)
     assert fixed[fixed.index("--config") + 1] == "conf/default.yaml"
-    assert calls.index(fixed) < next(k for k, words in enumerate(calls) if "conf/default.yaml" in words[:3])
+    assert calls.index(fixed) < next(
+        k for k, words in enumerate(calls) if words[0] == "train" and "conf/default.yaml" in words[:3]
+    )
     # the student on the attention model's durations: that model trains first, in turn, whatever the gain
     out, calls, _ = stages_3_4("taught", "1.6", "--durations", "attention")
     teacher = next(k for k, words in enumerate(calls) if words[0] == "train" and "conf/default.yaml" in words)

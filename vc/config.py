@@ -580,10 +580,9 @@ def _check_type(key: str, value: Any, kind: Any) -> Any:
     raise ConfigError(f"config key '{key}' expects {name}, got {value!r}")
 
 
-def _apply_override(data: dict[str, Any], item: str) -> None:
-    if "=" not in item:
-        raise ConfigError(f"override '{item}' must look like section.key=value")
-    dotted, raw = item.split("=", 1)
+def _locate(data: dict[str, Any], dotted: str) -> tuple[dict[str, Any], str]:
+    """The section of ``data`` holding the key ``dotted`` (section.key), and the key; an unknown section
+    or key is an error that lists the valid ones."""
     parts = dotted.strip().split(".")
     node = data
     for depth, part in enumerate(parts[:-1]):
@@ -596,12 +595,20 @@ def _apply_override(data: dict[str, Any], item: str) -> None:
         prefix = ".".join(parts[:-1])
         valid = ", ".join(f"{prefix}.{k}" if prefix else k for k in node)
         raise ConfigError(f"unknown config key '{dotted}'; valid keys: {valid}")
-    if isinstance(node[parts[-1]], str):  # text fields (paths, names) take the text as typed
-        node[parts[-1]] = raw
+    return node, parts[-1]
+
+
+def _apply_override(data: dict[str, Any], item: str) -> None:
+    if "=" not in item:
+        raise ConfigError(f"override '{item}' must look like section.key=value")
+    dotted, raw = item.split("=", 1)
+    node, key = _locate(data, dotted)
+    if isinstance(node[key], str):  # text fields (paths, names) take the text as typed
+        node[key] = raw
         return
     # YAML parses the value so that 3 -> int, 0.5 -> float, true -> bool.
     try:
-        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else ""
+        node[key] = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         raise ConfigError(f"override '{item}': the value is not valid YAML") from None
 
@@ -644,3 +651,15 @@ def load_config(
 
 def dump_config(config: Config) -> str:
     return yaml.safe_dump(config.to_dict(), sort_keys=False)
+
+
+def config_value(config: Config, dotted: str) -> str:
+    """The value of one key (section.key) as text: a string as it is, a section as YAML, anything else as
+    the YAML an override would take (3, 0.5, true)."""
+    node, key = _locate(config.to_dict(), dotted)
+    value = node[key]
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return yaml.safe_dump(value, sort_keys=False).rstrip("\n")
+    return yaml.safe_dump(value, default_flow_style=True).splitlines()[0]

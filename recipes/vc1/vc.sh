@@ -310,9 +310,8 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     start_lane() {  # the side lane, once what needs both cores first (the phones, the recognizer) is done
         [ "$stop_stage" -lt 5 ] || [ "$gmm_pairs" = 0 ] || lane_gmm=yes
         rm -f "$teacher_clock" "$teacher_stop"
-        teacher_cap=$(python3 -c 'import sys
-from vc.config import load_config
-print(round(60 * load_config(sys.argv[1], sys.argv[2:]).train.max_minutes))' "$conf" "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}")
+        teacher_cap=$(vc config --config "$conf" "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}" \
+            --get train.max_minutes | awk '{ printf "%d", 60 * $1 + 0.5 }')
         echo "=== stage 3: side by side: the GMM peer and the scores of the rows no training changes, then the attention model, on one core ($(date '+%H:%M:%S'); $lane_log)"
         set -m  # its own process group, so that stopping the run stops all of it
         side_lane < /dev/null > "$lane_log" 2>&1 &

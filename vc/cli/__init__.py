@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from vc import __version__
 from vc.cli import (
     average,
     compare,
+    config,
     convert,
     cores,
     curve,
@@ -50,6 +52,7 @@ COMMANDS = (
     export,
     average,
     models,
+    config,
     curve,
     cores,
     report,
@@ -84,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     except VcError as exc:
         print(f"vc {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `vc config | head`: the reader has what it wanted, and closed the pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 141  # as a process killed by SIGPIPE
     except OSError as exc:  # disk full, permissions, ...: still one line, never a traceback
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"vc {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)

@@ -161,6 +161,8 @@ class ModelJob(Job):
             if augment.probability > 0
             else None
         )
+        # True where augmentation is on and changes what the recognizer hears of the target, not the source.
+        self.augments_heard = self.augment is not None and self.kind.augments == "target"
 
     def _durations(self, train, dev) -> dict[str, torch.Tensor] | None:
         """The durations a kind trains on (data.durations), checked against the features; else None."""
@@ -275,7 +277,7 @@ class ModelJob(Job):
         read once here in batches of similar lengths; None where the kind reads nothing frozen or
         augmentation changes what it hears every step. In memory beside the features: 4 bytes per channel
         and frame (ARCTIC's slt: 149 MB, 932 recordings of 256 channels)."""
-        if self.augment is not None and self.kind.augments == "target":
+        if self.augments_heard:
             return None
         began = time.monotonic()
         order = sorted(range(len(self.train_set)), key=lambda k: len(self.train_set.items[k][1]))
@@ -309,7 +311,7 @@ class ModelJob(Job):
             batch = dataclasses.replace(
                 batch, content=torch.nn.utils.rnn.pad_sequence(content, batch_first=True)
             )
-        if self.augment is not None and self.kind.augments == "target":
+        if self.augments_heard:
             batch = dataclasses.replace(batch, heard=self.augment(batch.tgt, batch.tgt_lens))
         elif self.augment is not None:
             batch = dataclasses.replace(batch, src=self.augment(batch.src, batch.src_lens))
