@@ -110,6 +110,7 @@ def test_the_registry_lists_a_default_model_that_is_installed():
     assert default.path.stat().st_size <= 20e6
     for model in models:
         assert model.training_data and model.licence and model.recipe and model.scores
+        assert model.path.is_file() and model.path.stat().st_size <= 20e6
     with pytest.raises(CheckpointError, match="no bundled model named 'nope'"):
         get_model("nope")
 
@@ -143,8 +144,9 @@ def test_the_bundled_model_centres_a_far_voice_by_default():
     assert 0 < converter.src_stats.utterance_spread < 1
 
 
-def test_from_pretrained_converts_an_utterance_no_training_used():
-    converter = Converter.from_pretrained()
+@pytest.mark.parametrize("name", [model.name for model in list_models()])
+def test_every_bundled_model_converts_an_utterance_no_training_used(name):
+    converter = Converter.from_pretrained(name)
     assert converter.vocoder.mel2linear is not None
     wave, sr = sf.read(arctic_file("bdl", "arctic_b0450"), dtype="float32")  # an eval utterance
     converted, out_sr = converter.convert(wave, sr)

@@ -19,6 +19,7 @@ from tests.helpers import speech_like
 flask = pytest.importorskip("flask", reason="vc serve needs the serve extra: pip install -e '.[serve]'")
 
 from tests.conftest import TINY  # noqa: E402
+from vc.artifacts.pretrained import list_models  # noqa: E402
 from vc.serving.app import Limits, create_app  # noqa: E402
 from vc.serving.server import build_server  # noqa: E402
 
@@ -46,8 +47,10 @@ def test_models_lists_the_bundled_model_first_and_the_model_files_under_the_fold
     assert response.status_code == 200
     models = response.get_json()["models"]
     names = [m["name"] for m in models]
+    bundled = [model.name for model in list_models()]
     assert names[0] == "arctic-bdl-slt" and models[0]["default"] and models[0]["bundled"]
-    assert names[1:] == [TINY]  # notes.pt is no model
+    assert names[: len(bundled)] == bundled and all(m["bundled"] for m in models[: len(bundled)])
+    assert names[len(bundled) :] == [TINY]  # notes.pt is no model
 
 
 def test_convert_returns_wav_with_its_time_and_model(client):
