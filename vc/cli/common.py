@@ -87,6 +87,11 @@ def add_experiment_args(sub: argparse.ArgumentParser) -> None:
         help=f"YAML config, or a starter config by name: {', '.join(starter_configs())}",
     )
     sub.add_argument("--out-dir", "--out", dest="out", metavar="DIR", required=True, help="experiment folder")
+    add_config_overrides(sub)
+
+
+def add_config_overrides(sub: argparse.ArgumentParser) -> None:
+    """--set KEY=VALUE (repeatable) and positional KEY=VALUE overrides of --config."""
     sub.add_argument(
         "--set",
         dest="set_overrides",

@@ -3,7 +3,7 @@ whole as YAML or one value per key."""
 
 from __future__ import annotations
 
-from vc.cli.common import add_command
+from vc.cli.common import add_command, add_config_overrides
 
 EXAMPLE = "vc config --config student train.max_minutes=5 --get train.max_minutes --get model.kind"
 
@@ -19,15 +19,7 @@ def add_parser(commands) -> None:
         required=True,
         help=f"YAML config, or a starter config by name: {', '.join(starter_configs())}",
     )
-    sub.add_argument(
-        "--set",
-        dest="set_overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a config override, e.g. train.max_steps=500 (repeatable)",
-    )
-    sub.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, as --set")
+    add_config_overrides(sub)
     sub.add_argument(
         "--get",
         action="append",
