@@ -79,6 +79,13 @@ def add_companion_training_args(parser: argparse.ArgumentParser) -> None:
 
 def add_experiment_args(sub: argparse.ArgumentParser) -> None:
     """--config, --out-dir and the config overrides of train, features and stats."""
+    add_config_option(sub)
+    sub.add_argument("--out-dir", "--out", dest="out", metavar="DIR", required=True, help="experiment folder")
+    add_config_overrides(sub)
+
+
+def add_config_option(sub: argparse.ArgumentParser) -> None:
+    """--config: a YAML file or a starter config by name."""
     from vc.config import starter_configs
 
     sub.add_argument(
@@ -86,8 +93,6 @@ def add_experiment_args(sub: argparse.ArgumentParser) -> None:
         required=True,
         help=f"YAML config, or a starter config by name: {', '.join(starter_configs())}",
     )
-    sub.add_argument("--out-dir", "--out", dest="out", metavar="DIR", required=True, help="experiment folder")
-    add_config_overrides(sub)
 
 
 def add_config_overrides(sub: argparse.ArgumentParser) -> None:

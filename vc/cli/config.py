@@ -3,22 +3,16 @@ whole as YAML or one value per key."""
 
 from __future__ import annotations
 
-from vc.cli.common import add_command, add_config_overrides
+from vc.cli.common import add_command, add_config_option, add_config_overrides
 
 EXAMPLE = "vc config --config student train.max_minutes=5 --get train.max_minutes --get model.kind"
 
 
 def add_parser(commands) -> None:
-    from vc.config import starter_configs
-
     sub = add_command(
         commands, "config", "print a config resolved as vc train resolves it, or some of its values", EXAMPLE
     )
-    sub.add_argument(
-        "--config",
-        required=True,
-        help=f"YAML config, or a starter config by name: {', '.join(starter_configs())}",
-    )
+    add_config_option(sub)
     add_config_overrides(sub)
     sub.add_argument(
         "--get",
