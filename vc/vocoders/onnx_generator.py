@@ -2,10 +2,10 @@
 
 On a CPU without bfloat16 hardware the generator computes in float32, and there onnxruntime's
 convolutions run it faster than torch's, and keep their pace beside a busy core. On the 2-core AMD
-EPYC of family 23, per frame of its mel: 19.6-20.8 ms on one thread against torch's 23.4 (windows of
-128 frames), 9.9-11 ms on two against 15.0, and 19.0 on two with the other core busy against torch's
-28.3; its time per frame is flat in the window's length, where torch's grows (docs/ablation.md,
-"HiFi-GAN through onnxruntime").
+EPYC of family 23, per frame of its mel: 19.2-20.8 ms on one thread against torch's 23.4 (windows of
+128 frames), 9.3-11.1 on two against 15.0, and 19.0 on two with the other core busy against torch's
+28.3; its time per frame is flat in the window's length, where torch's grows; the whole conversion ran
+at 1.6x torch's speed (docs/ablation.md, "HiFi-GAN through onnxruntime").
 
 The graph is written here from the generator's modules, in the order of
 vc.model.hifigan.HifiganGenerator.forward: a Conv per Conv1d, a ConvTranspose per ConvTranspose1d,
