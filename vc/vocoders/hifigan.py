@@ -13,7 +13,8 @@ use_bfloat16) the generator computes in bfloat16 up to its last level: that leve
 rate, stays in float32, as in bfloat16 it lays a noise floor over the spectrum (+1 dB on the log
 spectrum's mean, MCD +0.29 dB on the eval set; docs/ablation.md, "The HiFi-GAN generator in bfloat16").
 
-Where vocoder.hifigan_runtime says so ("auto": in float32 on a CPU, with onnxruntime installed) onnxruntime runs the same generator (vc/vocoders/onnx_generator.py), faster there.
+Where vocoder.hifigan_runtime says so ("auto": in float32 on a CPU, with onnxruntime installed)
+onnxruntime runs the same generator (vc/vocoders/onnx_generator.py), faster there.
 
 Every input is vocoded in chunks with the generator's receptive field as context on each side
 (vc.model.hifigan.receptive_frames): memory is bounded and the samples are the whole input's between

@@ -57,15 +57,15 @@ class _Message:
             if not value:
                 return bytes(out)
 
-    def int(self, field: int, value: int) -> _Message:
+    def add_int(self, field: int, value: int) -> _Message:
         self.parts += [self._varint(field << 3), self._varint(value)]
         return self
 
-    def float(self, field: int, value: float) -> _Message:
+    def add_float(self, field: int, value: float) -> _Message:
         self.parts += [self._varint(field << 3 | 5), struct.pack("<f", value)]
         return self
 
-    def bytes(self, field: int, value: bytes | str | _Message) -> _Message:
+    def add_bytes(self, field: int, value: bytes | str | _Message) -> _Message:
         if isinstance(value, _Message):
             value = value.serialize()
         elif isinstance(value, str):
@@ -82,8 +82,8 @@ def _tensor(name: str, value: torch.Tensor | float) -> _Message:
     array = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value, "<f4")
     tensor = _Message()
     for size in array.shape:
-        tensor.int(1, size)
-    return tensor.int(2, FLOAT).bytes(8, name).bytes(9, array.tobytes())
+        tensor.add_int(1, size)
+    return tensor.add_int(2, FLOAT).add_bytes(8, name).add_bytes(9, array.tobytes())
 
 
 def _value_info(name: str, dims: list[int | str]) -> _Message:
@@ -91,8 +91,14 @@ def _value_info(name: str, dims: list[int | str]) -> _Message:
     shape 2 {dim 1 {dim_value 1 | dim_param 2}}}."""
     shape = _Message()
     for dim in dims:
-        shape.bytes(1, _Message().bytes(2, dim) if isinstance(dim, str) else _Message().int(1, dim))
-    return _Message().bytes(1, name).bytes(2, _Message().bytes(1, _Message().int(1, FLOAT).bytes(2, shape)))
+        shape.add_bytes(
+            1, _Message().add_bytes(2, dim) if isinstance(dim, str) else _Message().add_int(1, dim)
+        )
+    return (
+        _Message()
+        .add_bytes(1, name)
+        .add_bytes(2, _Message().add_bytes(1, _Message().add_int(1, FLOAT).add_bytes(2, shape)))
+    )
 
 
 class _Graph:
@@ -108,17 +114,17 @@ class _Graph:
         name = f"{op.lower()}{len(self.nodes)}"
         node = _Message()
         for given in inputs:
-            node.bytes(1, given)
-        node.bytes(2, name).bytes(3, name).bytes(4, op)
+            node.add_bytes(1, given)
+        node.add_bytes(2, name).add_bytes(3, name).add_bytes(4, op)
         for key, value in attributes.items():
-            attribute = _Message().bytes(1, key)
+            attribute = _Message().add_bytes(1, key)
             if isinstance(value, list):
                 for item in value:
-                    attribute.int(8, item)
-                attribute.int(20, ATTRIBUTE_INTS)
+                    attribute.add_int(8, item)
+                attribute.add_int(20, ATTRIBUTE_INTS)
             else:
-                attribute.float(2, value).int(20, ATTRIBUTE_FLOAT)
-            node.bytes(5, attribute)
+                attribute.add_float(2, value).add_int(20, ATTRIBUTE_FLOAT)
+            node.add_bytes(5, attribute)
         self.nodes.append(node)
         return name
 
@@ -170,14 +176,14 @@ def generator_graph(generator: HifiganGenerator) -> bytes:
     wave = g.add("Tanh", [g.conv(g.leaky_relu(x, 0.01), generator.conv_post, "conv_post")])
     graph = _Message()
     for node in g.nodes:
-        graph.bytes(1, node)
-    graph.bytes(2, "hifigan_generator")
+        graph.add_bytes(1, node)
+    graph.add_bytes(2, "hifigan_generator")
     for weight in g.weights:
-        graph.bytes(5, weight)
-    graph.bytes(11, _value_info("mel", ["batch", generator.conv_pre.in_channels, "frames"]))
-    graph.bytes(12, _value_info(wave, ["batch", 1, "samples"]))
-    opset = _Message().bytes(1, "").int(2, OPSET)
-    return _Message().int(1, IR_VERSION).bytes(8, opset).bytes(7, graph).serialize()
+        graph.add_bytes(5, weight)
+    graph.add_bytes(11, _value_info("mel", ["batch", generator.conv_pre.in_channels, "frames"]))
+    graph.add_bytes(12, _value_info(wave, ["batch", 1, "samples"]))
+    opset = _Message().add_bytes(1, "").add_int(2, OPSET)
+    return _Message().add_int(1, IR_VERSION).add_bytes(8, opset).add_bytes(7, graph).serialize()
 
 
 class OnnxGenerator:
