@@ -290,6 +290,7 @@ if [ -n "$config" ] && [ ! -f "$config" ]; then  # as vc says it
     echo "vc $command: error: config file not found: $config" >&2
     exit 2
 fi
+if [ "$command" = train ]; then mkdir -p "$out" && touch "$out/config.yaml"; fi  # as vc train writes it, first
 if [ "$teacher" = yes ] && [ -n "$stop" ]; then  # trains until the recipe's stop file or its seconds
     ended="its seconds"
     for _ in $(seq $((${FAKE_TEACHER_SECONDS:-0} * 10))); do
@@ -297,6 +298,7 @@ if [ "$teacher" = yes ] && [ -n "$stop" ]; then  # trains until the recipe's sto
         sleep 0.1
     done
     echo "$ended" >> "$VC_CALLS.teacher"
+    echo "the attention model ended" >> "$VC_CALLS"
 elif [ "$teacher" = yes ]; then sleep "${FAKE_TEACHER_SECONDS:-0}"; fi
 if [[ "$words" == *" --recognizer-only "* ]]; then mkdir -p "$out" && touch "$out/phone_classifier.pt"; exit 0; fi
 case "$out" in
@@ -304,7 +306,6 @@ case "$out" in
     *.pt|*.json|*.txt) mkdir -p "$(dirname "$out")" && touch "$out" ;;
     *) mkdir -p "$out/checkpoints" && touch "$out/checkpoints/best.pt" "$out/checkpoints/step0000004.pt" ;;
 esac
-if [ "$command" = train ]; then touch "$out/config.yaml"; fi  # as vc train writes it
 """
 
 
@@ -427,13 +428,18 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
         if w[0] == "train" and "conf/recognition_synthesis.yaml" in w[1:4] and "--recognizer-only" not in w
     )
     assert "train.max_minutes=28.00" in student
-    # through stage 6: the lane scores the fixed rows before the attention model has written its config
-    out, calls, _ = stages_3_4("scored", "1.6", "--stop_stage", "6")
+    # through stage 6: the lane scores the fixed rows before the attention model has written its config;
+    # the model's rows are scored while the attention model trains on (to its end, here its seconds)
+    out, calls, _ = stages_3_4("scored", "1.6", "--stop_stage", "6", seconds="15")
     fixed = next(words for words in calls if words[0] == "score" and "--no-ceiling" in words)
     assert fixed[fixed.index("--config") + 1] == "conf/default.yaml"
     assert calls.index(fixed) < next(
         k for k, words in enumerate(calls) if words[0] == "train" and "conf/default.yaml" in words[:3]
     )
+    product = next(k for k, words in enumerate(calls) if words[0] == "score" and "--ceiling-dir" in words)
+    assert product < calls.index(["the", "attention", "model", "ended"])
+    assert (tmp_path / "scored.calls.teacher").read_text() == "its seconds\n"
+    assert out.index("=== stage 6: score") < out.index("=== the side lane is done")
     # the student on the attention model's durations: that model trains first, in turn, whatever the gain
     out, calls, _ = stages_3_4("taught", "1.6", "--durations", "attention")
     teacher = next(k for k, words in enumerate(calls) if words[0] == "train" and "conf/default.yaml" in words)

@@ -169,14 +169,16 @@ model_dir=$(dirname "$model")
 
 # Both cores (--side_by_side): the side lane, a background job on one core, makes what stages 5-6 need of
 # no training (the GMM peer, the scores of its rows, the source's and the natural target's, kept in the
-# score cache), then trains the attention model while the student and stage 4 train and stage 5 converts
-# on the other; the foreground's commands run on one thread while it lives. Nothing the product's rows
-# need waits for the attention model, so it trains on past its own cap (to twice it) until the foreground
-# wants both cores back (wait_lane: the stop file, once the cap is reached) or it converts: on a slow CPU
-# the foreground's own work leaves it the minutes it needs. Its output goes to EXP/logs/side_by_side.log.
+# score cache; wait_lane_rows), then trains the attention model while the student and stage 4 train, stage
+# 5 converts and stage 6 scores on the other; the foreground's trainings and conversions run
+# on one thread while it lives. Nothing the product's rows need waits for the attention model, so it
+# trains on past its own cap (to twice it) until the report (wait_lane: the stop file, once the cap is
+# reached; its own row, in the lab, waits for it at stage 5) or it converts: on a slow CPU the
+# foreground's own work leaves it the minutes it needs. Its output goes to EXP/logs/side_by_side.log.
 lane_pid=""
 lane_log=$logs/side_by_side.log
 lane_gmm=no  # whether the side lane makes the GMM peer (stage 5 then leaves it alone)
+lane_rows=$exp/.lane_rows_done  # the side lane has made the GMM peer and scored the fixed rows
 teacher_cap=0  # the attention model's own time cap [s] (its config's, or --teacher_minutes): 0, none
 teacher_clock=$exp/.lane_teacher_started  # when the side lane began training it (date +%s)
 teacher_stop=$exp/.lane_teacher_stop  # vc train --stop-file: the foreground wants its core back
@@ -214,6 +216,17 @@ wait_lane() {  # what the side lane makes is needed from here on
     fi
     echo "=== the side lane is done ($(date '+%H:%M:%S'); $lane_log)"
     if [ "$teacher_vocoder" = pending ]; then teacher_vocoder_copy; fi
+}
+wait_lane_rows() {  # what stages 5-6 need of the side lane: the GMM peer, the fixed rows' scores and the
+    # attention model's config.yaml (stage 6 scores with it; vc train writes it first); the attention model
+    # trains on beside stages 5-6, on the run's last spare minutes
+    [ -n "$lane_pid" ] || return 0
+    lane_rows_made() { [ -f "$lane_rows" ] && [ -f "$exp/config.yaml" ]; }
+    if lane_running && ! lane_rows_made; then
+        echo "=== waiting for the side lane's GMM peer and fixed rows ($(date '+%H:%M:%S'); $lane_log)"
+    fi
+    while lane_running && ! lane_rows_made; do sleep 2; done
+    lane_running || wait_lane  # it has ended: its status (a failed lane says so)
 }
 
 run_stage() {  # run_stage N name command...: logs to EXP/logs/stageN.log, fails loudly
@@ -298,6 +311,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         export OMP_NUM_THREADS=1
         [ "$lane_gmm" = no ] || gmm_peer 1
         [ "$stop_stage" -lt 6 ] || fixed_rows 1
+        touch "$lane_rows"
         date +%s > "$teacher_clock"
         if [ "$teacher_cap" -gt 0 ]; then
             # Its cap doubled: the foreground's stop file (wait_lane) ends it from its own cap on.
@@ -309,7 +323,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     }
     start_lane() {  # the side lane, once what needs both cores first (the phones, the recognizer) is done
         [ "$stop_stage" -lt 5 ] || [ "$gmm_pairs" = 0 ] || lane_gmm=yes
-        rm -f "$teacher_clock" "$teacher_stop"
+        rm -f "$teacher_clock" "$teacher_stop" "$lane_rows"
         teacher_cap=$(vc config --config "$conf" "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}" \
             --get train.max_minutes | awk '{ printf "%d", 60 * $1 + 0.5 }')
         echo "=== stage 3: side by side: the GMM peer and the scores of the rows no training changes, then the attention model, on one core ($(date '+%H:%M:%S'); $lane_log)"
@@ -452,7 +466,7 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
         vc convert --checkpoint "$model" --vocoder "$v" --threads "$(threads 2)" --out-dir "$exp/converted/eval_$v" \
             "${sources[@]}" 2>&1 | tee "$logs/stage5_$v.log"
     done
-    wait_lane  # the attention model and the GMM peer
+    if [ "$teacher_row" = yes ]; then wait_lane; else wait_lane_rows; fi  # its row needs the attention model
     if [ "$teacher_row" = yes ]; then
         echo "=== stage 5: convert eval with the attention model ($(date '+%H:%M:%S'))"
         vc convert --checkpoint "$teacher" --out-dir "$exp/converted/teacher" --save-alignment png \
@@ -465,7 +479,7 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
     fi
 fi
 if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
-    wait_lane
+    if [ "$teacher_row" = yes ]; then wait_lane; else wait_lane_rows; fi
     rm -rf "$exp/converted/ceiling"
     run_stage 6 "score" vc score --converted "$exp/converted/eval" --reference "$(eval_folder 3)" \
         --source "$(eval_folder 2)" --config "$exp/config.yaml" --checkpoint "$model" \
@@ -473,6 +487,7 @@ if [ "$stage" -le 6 ] && [ "$stop_stage" -ge 6 ]; then
         "${systems[@]+"${systems[@]}"}" \
         --out "$exp/scores.txt" --json "$exp/scores.json" --cache "$score_cache" --overwrite
 fi
+wait_lane  # stage 7's report shows the attention model's alignments, all of them
 run_stage 7 "report" vc report "$exp" --scores "$exp/scores.json" --overwrite
 unseen_voices() {  # stage 8: make the inputs, convert and score each voice, then the seen vs unseen table
     rm -rf "$exp/unseen" "$exp/converted/unseen" "$exp/unseen_scores"  # nothing stale is scored
