@@ -19,8 +19,8 @@ import torch
 from vc.artifacts.checkpoint import save_checkpoint
 from vc.audio import FeatureStats
 from vc.config import Config, DataConfig, ModelConfig, TrainConfig, model_section
-from vc.evaluation import optional
 from vc.kinds import build_model
+from vc.packages import missing
 from vc.training.data import load_features
 from vc.training.loop import Job, Loop, Update
 
@@ -137,7 +137,7 @@ def save_tiny_checkpoint(path: Path) -> Config:
 
 def needs(*modules: str) -> None:
     """Skip where an eval package is absent, except under CI (`.ci/run` installs the eval extra)."""
-    absent = optional.missing(*modules)
+    absent = missing(*modules)
     if absent and os.environ.get("CI"):
         pytest.fail(f"CI must install the eval extra; missing {absent}")
     if absent:

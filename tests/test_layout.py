@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1] / "vc"
 # Lower number = lower layer. A module's layer is that of its longest matching prefix.
 LAYERS = {
     "vc.errors": 0, "vc.config": 0, "vc.fileio": 0, "vc.progress": 0, "vc.quiet": 0,
-    "vc.pairs": 0, "vc.plotting": 0, "vc.masks": 0, "vc.parallel": 0, "vc.cores": 0,
+    "vc.pairs": 0, "vc.plotting": 0, "vc.masks": 0, "vc.parallel": 0, "vc.cores": 0, "vc.packages": 0,
     "vc.audio": 1, "vc.model": 1,
     "vc.artifacts": 2,
     "vc.kinds": 3, "vc.vocoders": 3,

@@ -290,7 +290,9 @@ if [ -n "$config" ] && [ ! -f "$config" ]; then  # as vc says it
     echo "vc $command: error: config file not found: $config" >&2
     exit 2
 fi
-if [ "$command" = train ]; then mkdir -p "$out" && touch "$out/config.yaml"; fi  # as vc train writes it, first
+if [ "$command" = train ] && [[ "$words" != *" --recognizer-only "* ]]; then  # as vc train writes it, first
+    mkdir -p "$out" && touch "$out/config.yaml"
+fi
 if [ "$teacher" = yes ] && [ -n "$stop" ]; then  # trains until the recipe's stop file or its seconds
     ended="its seconds"
     for _ in $(seq $((${FAKE_TEACHER_SECONDS:-0} * 10))); do

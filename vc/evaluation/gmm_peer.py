@@ -51,7 +51,8 @@ from vc.evaluation.metrics import (
     speech_frames,
     world_frames,
 )
-from vc.evaluation.optional import INSTALL_HINT, missing
+from vc.evaluation.optional import INSTALL_HINT
+from vc.packages import missing
 from vc.pairs import Pair, read_pair_list
 from vc.parallel import process_map
 

@@ -13,13 +13,13 @@ at a few times the cost (see the test for how close the two agree).
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 
 from vc.evaluation.metric import Column, FileJob, Metric
-from vc.evaluation.optional import INSTALL_HINT, missing
+from vc.evaluation.optional import INSTALL_HINT
+from vc.packages import missing, package_folder
 
 MODULES = ("speechmos", "onnxruntime")
 SAMPLE_RATE = 16000
@@ -40,8 +40,7 @@ def unavailable() -> str | None:
 
 
 def model_path() -> Path:
-    spec = importlib.util.find_spec("speechmos")
-    return Path(spec.submodule_search_locations[0]) / "dnsmos_models" / "sig_bak_ovr.onnx"
+    return package_folder("speechmos") / "dnsmos_models" / "sig_bak_ovr.onnx"
 
 
 class MosPredictor:

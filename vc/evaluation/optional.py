@@ -6,13 +6,13 @@ import contextlib
 import importlib
 import importlib.metadata
 import importlib.resources
-import importlib.util
 import sys
 import types
 import warnings
 from collections.abc import Iterator
 
 from vc import DIST_NAME
+from vc.packages import missing
 
 INSTALL_HINT = f"pip install '{DIST_NAME}[eval]'"
 
@@ -28,7 +28,7 @@ def pkg_resources_stand_in() -> Iterator[None]:
     the user's business and are silenced.
     """
     stand_in = None
-    if importlib.util.find_spec("pkg_resources") is None:
+    if missing("pkg_resources"):
         stand_in = types.ModuleType("pkg_resources")
         stand_in.get_distribution = lambda name: types.SimpleNamespace(
             version=importlib.metadata.version(name)
@@ -42,8 +42,3 @@ def pkg_resources_stand_in() -> Iterator[None]:
     finally:
         if stand_in is not None and sys.modules.get("pkg_resources") is stand_in:
             del sys.modules["pkg_resources"]
-
-
-def missing(*modules: str) -> list[str]:
-    """The modules among ``modules`` that cannot be imported here."""
-    return [name for name in modules if importlib.util.find_spec(name) is None]

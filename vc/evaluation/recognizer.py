@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from vc.evaluation.metric import Column, FileJob, Metric
-from vc.evaluation.optional import INSTALL_HINT, missing, pkg_resources_stand_in
+from vc.evaluation.optional import INSTALL_HINT, pkg_resources_stand_in
 from vc.evaluation.transcripts import error_counts
+from vc.packages import missing
 
 MODULES = ("pocketsphinx",)
 SAMPLE_RATE = 16000

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from vc.evaluation.metric import Column, FileJob, Metric
-from vc.evaluation.optional import INSTALL_HINT, missing, pkg_resources_stand_in
+from vc.evaluation.optional import INSTALL_HINT, pkg_resources_stand_in
+from vc.packages import missing
 
 MODULES = ("resemblyzer", "webrtcvad")
 SAMPLE_RATE = 16000

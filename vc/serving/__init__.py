@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 from vc import DIST_NAME
 from vc.errors import MissingPackageError
+from vc.packages import missing
 
 
 def require_flask() -> None:
     """Stop with one line, before any work, when the serve extra is not installed."""
-    if importlib.util.find_spec("flask") is None:
+    if missing("flask"):
         raise MissingPackageError(f"vc serve needs Flask: pip install '{DIST_NAME}[serve]'")

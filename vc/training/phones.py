@@ -37,9 +37,10 @@ from vc.artifacts.durations import DurationReport, empty_step_share, save_durati
 from vc.audio import read_audio
 from vc.config import AudioConfig, Config
 from vc.errors import DataError
-from vc.evaluation.optional import INSTALL_HINT, missing, pkg_resources_stand_in
+from vc.evaluation.optional import INSTALL_HINT, pkg_resources_stand_in
 from vc.evaluation.transcripts import find_transcripts, normalize_text, read_transcripts
 from vc.fileio import atomic_write_text
+from vc.packages import missing
 from vc.pairs import read_pair_list
 from vc.parallel import process_map
 from vc.training.data import load_features

@@ -20,7 +20,6 @@ vocoder, and a spinning thread takes the core it needs.
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 
 import numpy as np
@@ -29,6 +28,7 @@ import torch
 from vc.artifacts.hifigan import EXTRA
 from vc.errors import MissingPackageError
 from vc.model.hifigan import LEAKY_SLOPE, HifiganGenerator
+from vc.packages import missing as missing_packages
 
 OPSET = 17  # the ONNX operator set the nodes are read in
 IR_VERSION = 8  # the ONNX file format's version (onnxruntime >= 1.11 reads it)
@@ -38,7 +38,7 @@ ATTRIBUTE_FLOAT, ATTRIBUTE_INTS = 1, 7  # AttributeProto.FLOAT, .INTS
 
 def missing() -> list[str]:
     """["onnxruntime"] where it is not installed here, else []."""
-    return [] if importlib.util.find_spec("onnxruntime") is not None else ["onnxruntime"]
+    return missing_packages("onnxruntime")
 
 
 class _Message:
