@@ -22,6 +22,7 @@ from vc.config import CHOICES, AudioConfig, Config, VocoderConfig
 from vc.errors import CheckpointError, ConfigError, MissingPackageError
 from vc.inference import Converter
 from vc.model.hifigan import HifiganGenerator, fold_weight_norm, receptive_frames
+from vc.packages import missing
 from vc.vocoders import VOCODERS, make_vocoder, vocoder_name
 from vc.vocoders.hifigan import (
     LOG_FLOOR,
@@ -33,8 +34,7 @@ from vc.vocoders.hifigan import (
     use_bfloat16,
     use_onnxruntime,
 )
-from vc.vocoders.onnx_generator import OnnxGenerator
-from vc.vocoders.onnx_generator import missing as onnx_missing
+from vc.vocoders.onnx_generator import RUNTIME_PACKAGE, OnnxGenerator
 
 REFERENCE = Path(__file__).parent / "reference" / "hifigan_universal_reference.npz"
 TINY = dict(
@@ -191,7 +191,7 @@ def test_bfloat16_vocoding_stays_near_float32():
 
 def onnx_installed() -> None:
     """onnxruntime (the [neural] extra); under CI=true its absence fails, else skips."""
-    if onnx_missing():
+    if missing(RUNTIME_PACKAGE):
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("onnxruntime is not installed; .ci/run installs the [neural] extra")
         pytest.skip("onnxruntime is not installed (pip install 'vc-tacotron[neural]')")
@@ -257,7 +257,7 @@ def test_onnxruntime_runs_the_universal_generator_as_torch_does():
 def test_auto_runtime_is_onnxruntime_in_float32_on_a_cpu_where_installed(monkeypatch, installed):
     import vc.vocoders.hifigan as module
 
-    monkeypatch.setattr(module, "onnx_missing", lambda: [] if installed else ["onnxruntime"])
+    monkeypatch.setattr(module, "missing", lambda *names: [] if installed else list(names))
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
     assert use_onnxruntime("auto", bfloat16=False, device=cpu) == installed
     assert not use_onnxruntime("auto", bfloat16=True, device=cpu)

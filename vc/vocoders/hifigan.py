@@ -38,8 +38,8 @@ from vc.audio.griffin_lim import Magnitude
 from vc.config import AudioConfig, VocoderConfig
 from vc.errors import ConfigError
 from vc.model.hifigan import HifiganGenerator, receptive_frames
-from vc.vocoders.onnx_generator import OnnxGenerator
-from vc.vocoders.onnx_generator import missing as onnx_missing
+from vc.packages import missing
+from vc.vocoders.onnx_generator import RUNTIME_PACKAGE, OnnxGenerator
 
 LOG_FLOOR = 1e-5  # HiFi-GAN's: log(clamp(mel, min=1e-5))
 
@@ -107,7 +107,7 @@ def use_onnxruntime(runtime: str, bfloat16: bool, device: torch.device) -> bool:
                 f"vocoder.hifigan_runtime onnxruntime runs the generator on a CPU in float32, not {where}"
             )
         return True
-    return runtime == "auto" and not bfloat16 and device.type == "cpu" and not onnx_missing()
+    return runtime == "auto" and not bfloat16 and device.type == "cpu" and not missing(RUNTIME_PACKAGE)
 
 
 class HifiganVocoder(torch.nn.Module):

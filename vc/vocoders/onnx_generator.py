@@ -28,17 +28,13 @@ import torch
 from vc.artifacts.hifigan import EXTRA
 from vc.errors import MissingPackageError
 from vc.model.hifigan import LEAKY_SLOPE, HifiganGenerator
-from vc.packages import missing as missing_packages
+from vc.packages import missing
 
 OPSET = 17  # the ONNX operator set the nodes are read in
 IR_VERSION = 8  # the ONNX file format's version (onnxruntime >= 1.11 reads it)
 FLOAT = 1  # TensorProto.FLOAT
 ATTRIBUTE_FLOAT, ATTRIBUTE_INTS = 1, 7  # AttributeProto.FLOAT, .INTS
-
-
-def missing() -> list[str]:
-    """["onnxruntime"] where it is not installed here, else []."""
-    return missing_packages("onnxruntime")
+RUNTIME_PACKAGE = "onnxruntime"  # the [neural] extra brings it
 
 
 class _Message:
@@ -195,7 +191,7 @@ class OnnxGenerator:
     """
 
     def __init__(self, generator: HifiganGenerator, threads: int):
-        if missing():
+        if missing(RUNTIME_PACKAGE):
             raise MissingPackageError(
                 f"vocoder.hifigan_runtime onnxruntime needs onnxruntime, not installed here: {EXTRA}"
             )
