@@ -22,8 +22,7 @@ import torch
 
 from vc import DIST_NAME
 from vc.artifacts.checkpoint import nonfinite_weights
-from vc.errors import CheckpointError, MissingPackageError, OutputExistsError
-from vc.fileio import atomic_open, atomic_save
+from vc.errors import CheckpointError, MissingPackageError
 from vc.model.hifigan import HifiganGenerator, fold_weight_norm
 from vc.packages import package_folder
 
@@ -120,29 +119,6 @@ def load_generator(
         raise CheckpointError(f"{path} holds a HiFi-GAN generator with non-finite weights ({bad})")
     log.debug("vocoder: HiFi-GAN generator %s (%d Hz)", path, signal.sample_rate)
     return generator.to(device).eval(), signal
-
-
-def save_generator(path: str | Path, generator: HifiganGenerator, signal: HifiganSignal, info: dict) -> None:
-    """``generator`` to ``path`` in jik876's format (weight normalisation folded), with ``info`` (how it
-    was trained), and its settings in config.json beside (load_generator reads them). A config.json
-    already there with other settings is left alone and the save refused: it belongs to another generator."""
-    path = Path(path)
-    settings = {
-        "sampling_rate": signal.sample_rate, "num_mels": signal.n_mels, "n_fft": signal.n_fft,
-        "hop_size": signal.hop_length, "win_size": signal.win_length, "fmin": signal.fmin, "fmax": signal.fmax,
-        **{key: generator.hparams[key] for key in HPARAM_KEYS},
-    }  # fmt: skip
-    config = path.parent / "config.json"
-    if config.is_file():
-        existing = _settings_beside(path)
-        if any(existing.get(key) != value for key, value in settings.items()):
-            raise OutputExistsError(
-                f"{config} holds another generator's settings: save this one in another folder"
-            )
-    else:
-        with atomic_open(config, "w") as handle:
-            json.dump(settings, handle, indent=2)
-    atomic_save(path, {"generator": fold_weight_norm(generator.state_dict()), "info": info})
 
 
 def _settings_beside(path: Path) -> dict:
