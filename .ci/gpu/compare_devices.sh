@@ -1,5 +1,5 @@
 # The bundled model's conversions of gpu_carry/wav/*.flac on the GPU against the CPU: output frames, mel
-# and waveform differences, log-spectral distance (docs/results.md, "On a GPU").
+# and waveform differences, log-spectral distance (docs/ablation_archive.md, "On a GPU").
 set -u; export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The converters' CUDA paths in one lent-GPU call (docs/results.md, "On a GPU, 2026-11-27"): the student
+# The converters' CUDA paths in one lent-GPU call (docs/ablation_archive.md, "On a GPU, 2026-11-27"): the student
 # with the phonetic loss (its phone classifier trained on the GPU too), fp32 against AMP, STEPS steps each;
 # the frame-wise converter with it under AMP; both checkpoints converting eight eval files on the GPU and on
 # the CPU (waveform SNR between them); the GPU conversion test. gpu_carry/ (git-ignored, carried with .whl,

@@ -1,4 +1,4 @@
-"""HiFi-GAN conversion on CUDA against the CPU at equal precision, and its pace (docs/results.md, "On a GPU,
+"""HiFi-GAN conversion on CUDA against the CPU at equal precision, and its pace (docs/ablation_archive.md, "On a GPU,
 2026-12-04 (NVIDIA H200): the main job's model and HiFi-GAN on CUDA"): the bundled model converts the eight
 gpu_carry/eval.tsv sources one by one through HiFi-GAN on the GPU (float32) and on the CPU (4 threads) in
 float32 and in the vocoder's `auto` precision (bfloat16 on a CPU with AMX); the second round's RTF, and the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one training loop's CUDA paths in one lent-GPU call (docs/results.md, "On a GPU, 2026-11-27 (H200):
+# The one training loop's CUDA paths in one lent-GPU call (docs/ablation_archive.md, "On a GPU, 2026-11-27 (H200):
 # one loop for every network"): each network the toolkit trains, through vc/training/loop.py, on the
 # GPU: the student with the phonetic loss (its phone classifier a job of the loop too) in fp32 and with
 # AMP, the attention model with AMP, the mel -> linear network and the adversarial post-filter (two

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job's model on CUDA in one lent-GPU call (docs/results.md, "On a GPU, 2026-12-04 (NVIDIA H200): the
+# The main job's model on CUDA in one lent-GPU call (docs/ablation_archive.md, "On a GPU, 2026-12-04 (NVIDIA H200): the
 # main job's model and HiFi-GAN on CUDA"): the recognition-synthesis converter (its recognizer with
 # its augmented crops, then its synthesizer) trained in fp32 and with AMP, resumed on the GPU, its
 # companions (mel -> linear network, post-filter) trained on its conversions with AMP; its conversions

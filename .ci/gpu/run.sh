@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA paths on one GPU, in one call (docs/results.md, "On a GPU"): AMP against fp32 training (40 steps
+# The CUDA paths on one GPU, in one call (docs/ablation_archive.md, "On a GPU"): AMP against fp32 training (40 steps
 # each), `vc convert` on the GPU and on the CPU, then the many-voice model (conf/any2one.yaml, batch 64)
 # trained for what is left of BUDGET seconds, and its last 3 snapshots averaged. Its data is
 # gpu_carry/feats.xz, written here by .ci/gpu/pack_features.py (the GPU machine has neither the corpus

@@ -2,7 +2,7 @@
 
 The teacher-forced dev loss stops falling long before conversions stop improving
 (a resumed default bdl -> slt run kept that loss flat while the recognizer's word
-error rate and stage 6's MCD kept falling; docs/results.md, "Training longer").
+error rate and stage 6's MCD kept falling; docs/ablation_archive.md, "Earlier measurements").
 Conversion runs free, so the model is
 judged free-running here: the first dev utterances are converted as ``vc convert``
 does for the source speaker's own speech (its statistics; no warp), and each
