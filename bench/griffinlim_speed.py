@@ -1,10 +1,10 @@
-"""Section 2: Griffin-Lim, vc.audio.griffin_lim.griffin_lim against librosa (and torchaudio when importable).
+"""Section 2: Griffin-Lim, vc.vocoders.griffin_lim.griffin_lim against librosa (and torchaudio when importable).
 
 All run fast Griffin-Lim with n_iter=32, momentum=0.99 on the true STFT magnitudes of real
 utterances (LogMel.magnitude: n_fft, hop, win, periodic Hann window, centred zero-padded frames)
 from the same initial phases: 2 pi * numpy.random.RandomState(seed).random(S.shape), which is
 exactly what librosa.griffinlim(init="random", random_state=RandomState(seed)) draws and what ours
-receives as init=phases. Spectral convergence is vc.audio.griffin_lim.spectral_convergence against S. The
+receives as init=phases. Spectral convergence is vc.vocoders.griffin_lim.spectral_convergence against S. The
 methods are timed interleaved (each repeat runs every method once), so that load from other
 processes falls on all of them alike.
 
@@ -29,8 +29,8 @@ from benchlib import Setup, list_pairs, read_waves
 from report import matched_quality_lines
 
 from vc.audio import LogMel
-from vc.audio.griffin_lim import griffin_lim, spectral_convergence
 from vc.config import load_config
+from vc.vocoders.griffin_lim import griffin_lim, spectral_convergence
 
 N_ITER = 32
 MOMENTUM = 0.99
@@ -60,7 +60,7 @@ def stft_kwargs(audio) -> dict:
 
 
 def ours(mags: list[np.ndarray], seeds: list[int], audio, n_iter: int = N_ITER) -> list[np.ndarray]:
-    """vc.audio.griffin_lim.griffin_lim on a zero-padded batch (frame_lens) or a single item."""
+    """vc.vocoders.griffin_lim.griffin_lim on a zero-padded batch (frame_lens) or a single item."""
     frames = max(m.shape[1] for m in mags)
     batch = np.zeros((len(mags), mags[0].shape[0], frames), dtype=np.float32)
     phase = np.zeros(batch.shape, dtype=np.float32)
@@ -196,6 +196,7 @@ def methods(audio, threads: int) -> dict:
         finally:
             torch.set_num_threads(threads)
 
+    # Our rows keep the name results.json has stored them under since before vc/vocoders/griffin_lim.py.
     return {
         f"vc.audio.griffin_lim.griffin_lim ({threads} threads)": lambda items, seeds: ours(
             items, seeds, audio

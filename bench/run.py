@@ -18,7 +18,7 @@ when that background load is about 0 %.
    batch 1 (`vc convert IN OUT`) and batch 8 (length-sorted, as `vc convert --out-dir`): the real
    Converter.convert_batch, split into features / encoder / durations / decoder / postnet /
    post-filter / vocoder by its torch.profiler labels (bench/convert_rtf.py).
-2. Griffin-Lim: vc.audio.griffin_lim.griffin_lim vs librosa.griffinlim (item by item and stacked) and
+2. Griffin-Lim: vc.vocoders.griffin_lim.griffin_lim vs librosa.griffinlim (item by item and stacked) and
    torchaudio.transforms.GriffinLim if importable; n_iter=32, momentum=0.99, identical STFT
    settings and identical seeded random initial phases; wall time and spectral convergence.
 3. Training: target frames per second of the training loop's train_step on the default config's batches of 32

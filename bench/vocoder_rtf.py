@@ -1,6 +1,6 @@
 """Section 6: the vocoders side by side: conversion RTF with each, batch 1 and 8, 1 and 2 threads, peak
 memory, and the cold start of `vc convert --vocoder NAME in.wav out.wav`. HiFi-GAN is measured with its
-defaults (vocoder.hifigan_precision and hifigan_runtime "auto": bfloat16 through torch on a CPU with the
+defaults (vocoder.hifigan.precision and runtime "auto": bfloat16 through torch on a CPU with the
 hardware, else float32 through onnxruntime; the cell names which they became), in float32 where the
 default is bfloat16, and in float32 through torch.
 
@@ -25,12 +25,12 @@ from benchlib import Setup, list_pairs, peak_rss_mb, read_waves
 from convert_rtf import batches_like_convert_files, convert_all
 
 # (vocoder, its overrides of the config's settings): the rows, in order.
-FLOAT32 = ("vocoder.hifigan_precision=float32",)
+FLOAT32 = ("vocoder.hifigan.precision=float32",)
 VARIANTS = (
     ("griffin-lim", ()),
     ("hifigan", ()),
     ("hifigan", FLOAT32),  # left out where the default is float32 already
-    ("hifigan", (*FLOAT32, "vocoder.hifigan_runtime=torch")),
+    ("hifigan", (*FLOAT32, "vocoder.hifigan.runtime=torch")),
 )
 COLD_INPUT_SECONDS = 3.0
 
@@ -84,11 +84,11 @@ def hifigan_arithmetic(settings) -> str:
     """What runs HiFi-GAN's generator on this CPU with these vocoder settings: "bfloat16, torch" etc."""
     import torch
 
-    from vc.vocoders.hifigan import use_bfloat16, use_onnxruntime
+    from vc.vocoders.hifigan.vocoder import use_bfloat16, use_onnxruntime
 
     cpu = torch.device("cpu")
-    bfloat16 = use_bfloat16(settings.hifigan_precision, settings.hifigan_runtime, cpu)
-    runtime = "onnxruntime" if use_onnxruntime(settings.hifigan_runtime, bfloat16, cpu) else "torch"
+    bfloat16 = use_bfloat16(settings.hifigan.precision, settings.hifigan.runtime, cpu)
+    runtime = "onnxruntime" if use_onnxruntime(settings.hifigan.runtime, bfloat16, cpu) else "torch"
     return f"{'bfloat16' if bfloat16 else 'float32'}, {runtime}"
 
 
@@ -111,9 +111,9 @@ def cold_start(setup: Setup, vocoder: str, repeats: int) -> dict:
 def measure_vocoders(setup: Setup, in_fresh_process) -> dict:
     import torch
 
-    from vc.artifacts.hifigan import WEIGHTS_PACKAGE
     from vc.packages import missing
-    from vc.vocoders.hifigan import use_bfloat16
+    from vc.vocoders.hifigan.vocoder import use_bfloat16
+    from vc.vocoders.hifigan.weights import WEIGHTS_PACKAGE
 
     installed = not missing(WEIGHTS_PACKAGE)
     default_float32 = not use_bfloat16("auto", "auto", torch.device("cpu"))

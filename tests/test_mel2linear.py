@@ -13,13 +13,13 @@ import yaml
 from tests.helpers import speech_like, tensorboard_scalars, write_pair_list
 from vc import Converter
 from vc.artifacts.companion import MEL2LINEAR
-from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.cli import main
 from vc.config import AudioConfig, Config, VocoderConfig
 from vc.errors import CheckpointError
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.training.mel2linear import masked_l1, spectral_convergence_loss
 from vc.vocoders import build_vocoder
+from vc.vocoders.griffin_lim import GriffinLimVocoder
 
 N_MELS, N_BINS = 6, 9
 SMALL = AudioConfig(sample_rate=8000, n_fft=256, win_length=256, hop_length=64, n_mels=N_MELS, fmax=4000.0)

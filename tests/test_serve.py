@@ -105,7 +105,7 @@ def test_the_vocoder_is_chosen_per_request(client, monkeypatch):
     griffin_lim = post(client, wav_bytes(1.0), model=TINY, vocoder="griffin-lim")
     assert griffin_lim.status_code == 200, griffin_lim.data
     # Without the weights package the hifigan request is one clear error, and the server lives on.
-    import vc.artifacts.hifigan as hifigan_files
+    import vc.vocoders.hifigan.weights as hifigan_files
 
     monkeypatch.setattr(hifigan_files, "WEIGHTS_PACKAGE", "no_such_weights_package")
     missing = post(client, wav_bytes(1.0), model=TINY, vocoder="hifigan")

@@ -1,4 +1,4 @@
-"""Tests for vc.audio.griffin_lim: fast Griffin-Lim against librosa, padded batches, the mel vocoder."""
+"""Tests for vc.vocoders.griffin_lim and .magnitude: fast Griffin-Lim against librosa, padded batches, the mel vocoder."""
 
 from __future__ import annotations
 
@@ -12,17 +12,12 @@ import pytest
 import soundfile as sf
 import torch
 
-import vc.audio.griffin_lim
+import vc.vocoders.griffin_lim
 from vc.audio import LogMel, mel_basis
-from vc.audio.griffin_lim import (
-    MAGNITUDE_FLOOR,
-    GriffinLimVocoder,
-    griffin_lim,
-    mel_to_linear,
-    spectral_convergence,
-)
 from vc.config import AudioConfig, VocoderConfig
 from vc.errors import ConfigError
+from vc.vocoders.griffin_lim import GriffinLimVocoder, griffin_lim, spectral_convergence
+from vc.vocoders.magnitude import MAGNITUDE_FLOOR, mel_to_linear
 
 ARCTIC = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmu_arctic"
 UTTERANCE = ARCTIC / "cmu_us_slt_arctic" / "wav" / "arctic_a0001.flac"
@@ -126,7 +121,7 @@ def test_librosa_comparison_can_fail(real_magnitude, weaker):
 @pytest.mark.parametrize("item_by_item", [True, False], ids=["cpu_item_by_item", "batched"])
 def test_padded_batch_equals_each_item_alone(win_length, hop_length, extra_frame, item_by_item, monkeypatch):
     # The batched path is the one CUDA takes; on a CPU a batch runs item by item.
-    monkeypatch.setattr(vc.audio.griffin_lim, "_ITEM_BY_ITEM_ON_CPU", item_by_item)
+    monkeypatch.setattr(vc.vocoders.griffin_lim, "_ITEM_BY_ITEM_ON_CPU", item_by_item)
     n_fft, lens = 64, [20, 13]
     kwargs = dict(
         n_fft=n_fft, hop_length=hop_length, win_length=win_length, window=torch.hann_window(win_length)

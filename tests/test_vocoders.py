@@ -13,18 +13,17 @@ import numpy as np
 import pytest
 import torch
 
-from vc.artifacts import hifigan as hifigan_files
-from vc.artifacts.hifigan import V1_SIGNAL, HifiganSignal, load_generator
 from vc.audio import LogMel
 from vc.cli import main
-from vc.cli.common import VOCODER_CHOICES
-from vc.config import CHOICES, AudioConfig, Config, VocoderConfig
+from vc.config import AudioConfig, Config, HifiganConfig, VocoderConfig
 from vc.errors import CheckpointError, ConfigError, MissingPackageError
 from vc.inference import Converter
-from vc.model.hifigan import HifiganGenerator, fold_weight_norm, receptive_frames
 from vc.packages import missing
 from vc.vocoders import VOCODERS, make_vocoder, vocoder_name
-from vc.vocoders.hifigan import (
+from vc.vocoders.hifigan import weights as hifigan_files
+from vc.vocoders.hifigan.generator import HifiganGenerator, fold_weight_norm, receptive_frames
+from vc.vocoders.hifigan.onnx_generator import RUNTIME_PACKAGE, OnnxGenerator
+from vc.vocoders.hifigan.vocoder import (
     LOG_FLOOR,
     HifiganVocoder,
     bfloat16_hardware,
@@ -34,7 +33,7 @@ from vc.vocoders.hifigan import (
     use_bfloat16,
     use_onnxruntime,
 )
-from vc.vocoders.onnx_generator import RUNTIME_PACKAGE, OnnxGenerator
+from vc.vocoders.hifigan.weights import V1_SIGNAL, HifiganSignal, load_generator
 
 REFERENCE = Path(__file__).parent / "reference" / "hifigan_universal_reference.npz"
 TINY = dict(
@@ -63,13 +62,14 @@ def tiny_generator(seed: int = 0) -> HifiganGenerator:
     return HifiganGenerator(**TINY).eval()
 
 
-def test_registry_names_agree_everywhere():
-    assert tuple(VOCODERS) == VOCODER_CHOICES == CHOICES[("vocoder", "kind")]
+def test_the_registry_is_the_one_list_of_names():
+    assert tuple(VOCODERS) == ("griffin-lim", "hifigan")
     assert vocoder_name("griffin_lim") == "griffin-lim"
     with pytest.raises(ConfigError, match="griffin-lim, hifigan"):
         vocoder_name("wavenet")
-    with pytest.raises(ConfigError, match="vocoder.kind"):
-        Config().with_overrides(["vocoder.kind=wavenet"])
+    with pytest.raises(ConfigError, match="griffin-lim, hifigan"):
+        make_vocoder(AudioConfig(), VocoderConfig(kind="wavenet"))
+    assert main(["config", "--config", "default", "--set", "vocoder.kind=wavenet"]) == 1  # vc train's check too
 
 
 def test_generator_matches_the_reference_implementation():
@@ -121,12 +121,7 @@ def test_receptive_frames_bound_what_a_frame_hears(hparams):
 def tiny_vocoder(
     chunk_frames: int, mel2linear=None, precision: str = "float32", runtime: str = "auto"
 ) -> HifiganVocoder:
-    settings = VocoderConfig(
-        kind="hifigan",
-        hifigan_chunk_frames=chunk_frames,
-        hifigan_precision=precision,
-        hifigan_runtime=runtime,
-    )
+    settings = HifiganConfig(chunk_frames=chunk_frames, precision=precision, runtime=runtime)
     return HifiganVocoder(AudioConfig(), settings, tiny_generator(), TINY_SIGNAL, mel2linear)
 
 
@@ -143,8 +138,8 @@ def test_auto_precision_is_bfloat16_only_on_a_cpu_with_the_hardware(monkeypatch,
     # onnxruntime asked for by name computes in float32: "auto" precision yields to it, "bfloat16" does not
     assert not use_bfloat16("auto", "onnxruntime", cpu)
     assert use_bfloat16("bfloat16", "onnxruntime", cpu)
-    with pytest.raises(ConfigError, match="hifigan_precision"):
-        Config().with_overrides(["vocoder.hifigan_precision=half"])
+    with pytest.raises(ConfigError, match="vocoder.hifigan.precision"):
+        Config().with_overrides(["vocoder.hifigan.precision=half"])
 
 
 def test_bfloat16_stops_before_the_last_level():
@@ -180,7 +175,7 @@ def test_bfloat16_vocoding_stays_near_float32():
     waves = {}
     for precision in ("float32", "bfloat16"):
         # One window as long as the mel: emulated bfloat16 (no such hardware) is slow, per frame.
-        settings = VocoderConfig(kind="hifigan", hifigan_precision=precision, hifigan_chunk_frames=len(mel))
+        settings = HifiganConfig(precision=precision, chunk_frames=len(mel))
         waves[precision] = HifiganVocoder(AudioConfig(), settings, generator, signal).generate(mel)
     exact, approx = waves["float32"], waves["bfloat16"]
     assert approx.dtype == torch.float32 and approx.shape == exact.shape
@@ -206,7 +201,7 @@ def test_chunked_vocoding_gives_the_whole_inputs_samples(chunk_frames, runtime):
     if runtime == "onnxruntime":
         onnx_installed()
     vocoder = tiny_vocoder(chunk_frames, runtime=runtime)
-    vocoder.vocoder = replace(vocoder.vocoder, hifigan_onnx_chunk_frames=chunk_frames)
+    vocoder.settings = replace(vocoder.settings, onnx_chunk_frames=chunk_frames)
     mel = torch.randn(300, 80) - 5
     context, hop = vocoder.context, TINY_SIGNAL.hop_length
     silence = torch.full((context, 80), math.log(LOG_FLOOR))
@@ -255,7 +250,7 @@ def test_onnxruntime_runs_the_universal_generator_as_torch_does():
 
 @pytest.mark.parametrize("installed", [True, False])
 def test_auto_runtime_is_onnxruntime_in_float32_on_a_cpu_where_installed(monkeypatch, installed):
-    import vc.vocoders.hifigan as module
+    import vc.vocoders.hifigan.vocoder as module
 
     monkeypatch.setattr(module, "missing", lambda *names: [] if installed else list(names))
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
@@ -267,8 +262,8 @@ def test_auto_runtime_is_onnxruntime_in_float32_on_a_cpu_where_installed(monkeyp
     for bfloat16, device in ((True, cpu), (False, gpu)):
         with pytest.raises(ConfigError, match="onnxruntime runs the generator on a CPU in float32"):
             use_onnxruntime("onnxruntime", bfloat16=bfloat16, device=device)
-    with pytest.raises(ConfigError, match="hifigan_runtime"):
-        Config().with_overrides(["vocoder.hifigan_runtime=tensorrt"])
+    with pytest.raises(ConfigError, match="vocoder.hifigan.runtime"):
+        Config().with_overrides(["vocoder.hifigan.runtime=tensorrt"])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -350,8 +345,9 @@ def test_converter_chooses_and_keeps_each_vocoder(checkpoint):
     assert type(converter.vocoder).__name__ == "GriffinLimVocoder"
     neural = converter.with_options(vocoder="hifigan")
     assert isinstance(neural.vocoder, HifiganVocoder) and neural.config.vocoder.kind == "hifigan"
-    again = converter.with_options(vocoder="hifigan", griffin_lim_iters=4)
-    assert again.vocoder.generator is neural.vocoder.generator  # loaded once
+    assert converter.with_options(vocoder="hifigan").vocoder is neural.vocoder  # built once per settings
+    other = converter.with_options(vocoder="hifigan", griffin_lim_iters=4)  # other settings: its own
+    assert other.vocoder is not neural.vocoder and other.config.vocoder.griffin_lim_iters == 4
     wave = np.random.default_rng(0).standard_normal(8000).astype(np.float32) * 0.1
     out, rate = neural.convert(wave, 16000)
     assert rate == 16000 and out.dtype == np.float32 and np.isfinite(out).all() and len(out) > 0
@@ -421,7 +417,7 @@ def test_onnxruntime_without_its_packages_is_one_line_naming_the_extra(
     wave = tmp_path / "in.wav"
     sf.write(wave, np.random.default_rng(1).standard_normal(8000).astype(np.float32) * 0.1, 16000)
     args = ["convert", "--checkpoint", str(checkpoint), "--vocoder", "hifigan", "--no-progress", str(wave)]
-    code = main([*args, str(tmp_path / "asked.wav"), "--set", "vocoder.hifigan_runtime=onnxruntime"])
+    code = main([*args, str(tmp_path / "asked.wav"), "--set", "vocoder.hifigan.runtime=onnxruntime"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "onnxruntime" in err[0] and "[neural]" in err[0]
     assert not (tmp_path / "asked.wav").exists()
@@ -462,3 +458,33 @@ def test_cli_refuses_a_generator_checkpoint_with_griffin_lim(checkpoint, tmp_pat
     code = main(["convert", "--checkpoint", str(checkpoint), "--vocoder", "griffin-lim", "--vocoder-checkpoint", "g.pth", "a.wav", str(tmp_path / "b.wav")])  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "hifigan" in err[0]
+
+
+def test_a_stored_config_reads_hifigans_flat_keys_as_its_section():
+    """Checkpoints and the bundled models store vocoder.hifigan_KEY (before HiFi-GAN had a section):
+    they load as vocoder.hifigan.KEY; a config written now must spell the section."""
+    flat = {
+        "kind": "hifigan",
+        "hifigan_checkpoint": "g.pth",
+        "hifigan_precision": "float32",
+        "griffin_lim_iters": 8,
+    }
+    vocoder = Config.from_dict({"vocoder": flat}, stored=True).vocoder
+    assert vocoder.hifigan == HifiganConfig(checkpoint="g.pth", precision="float32")
+    assert vocoder.kind == "hifigan" and vocoder.griffin_lim_iters == 8
+    with pytest.raises(ConfigError, match="unknown config key 'vocoder.hifigan_checkpoint'"):
+        Config.from_dict({"vocoder": flat})
+    with pytest.raises(ConfigError, match="unknown config key 'vocoder.hifigan_runtime'"):
+        Config().with_overrides(["vocoder.hifigan_runtime=torch"])
+    assert Config().with_overrides(["vocoder.hifigan.runtime=torch"]).vocoder.hifigan.runtime == "torch"
+
+
+def test_the_bundled_models_load_their_stored_vocoder_settings():
+    from vc.artifacts.checkpoint import load_checkpoint
+    from vc.artifacts.pretrained import model_path
+
+    stored = load_checkpoint(model_path("arctic-bdl-slt-recsyn"), map_location="cpu")["config"]["vocoder"]
+    vocoder = Config.from_dict({"vocoder": stored}, stored=True).vocoder
+    assert vocoder.hifigan == HifiganConfig(
+        **{key[len("hifigan_") :]: value for key, value in stored.items() if key.startswith("hifigan_")}
+    )

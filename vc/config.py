@@ -160,39 +160,62 @@ class InferenceConfig:
 
 
 @dataclass
+class HifiganConfig:
+    """The hifigan vocoder's settings (vocoder.hifigan; vc/vocoders/hifigan/ reads them). The config floor
+    knows every vocoder's section without importing a vocoder, as coqui's configs modules."""
+
+    # A generator checkpoint in jik876/hifi-gan's format; empty: the universal V1 generator of the
+    # weights package.
+    checkpoint: str = ""
+    # Frames of its mel (its own frame rate) vocoded per call; every input goes in chunks of this many
+    # with the generator's receptive field as context on each side (the same samples, memory bounded).
+    # 98 + the universal generator's 2 x 15 context: windows of 128 frames, which fit the caches better
+    # than longer ones (0.70-0.75x the time of 226; docs/ablation.md "One window shape for HiFi-GAN").
+    chunk_frames: int = 98
+    # Through onnxruntime: at most this many frames per call, an input cut into as few equal chunks as
+    # fit (with the same context). Its time per frame is flat in the window's length, so longer windows
+    # read less context: on the eval set 1.13x the frames that matter against 1.58x in windows of 128
+    # (docs/ablation.md "HiFi-GAN through onnxruntime").
+    onnx_chunk_frames: int = 400
+    # The generator's arithmetic. "auto": bfloat16 up to its last level on a CPU that multiplies bfloat16
+    # in hardware (AMX or AVX512-BF16; every score level with float32, docs/ablation.md "The HiFi-GAN
+    # generator in bfloat16"), float32 elsewhere (other CPUs would emulate it), on GPUs and where
+    # runtime names onnxruntime.
+    precision: str = "auto"
+    # What runs the generator. "auto": onnxruntime where it computes in float32 on a CPU and onnxruntime
+    # is installed (the [neural] extra brings it; the whole conversion 1.6x torch's speed there,
+    # docs/ablation.md "HiFi-GAN through onnxruntime"), torch elsewhere (bfloat16, GPUs).
+    runtime: str = "auto"
+
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "precision": ("auto", "float32", "bfloat16"),
+        "runtime": ("auto", "torch", "onnxruntime"),
+    }
+
+    def __post_init__(self):
+        for key in ("chunk_frames", "onnx_chunk_frames"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"vocoder.hifigan.{key} must be positive, got {getattr(self, key)}")
+        for key, allowed in self.CHOICES.items():
+            if getattr(self, key) not in allowed:
+                raise ConfigError(
+                    f"vocoder.hifigan.{key} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}"
+                )
+
+
+@dataclass
 class VocoderConfig:
-    # Which vocoder turns the converted mels into audio (vc/vocoders/): "griffin-lim" (the mel -> linear
-    # network, then Griffin-Lim; built in) or "hifigan" (a pretrained HiFi-GAN generator; the [neural]
-    # extra brings its weights).
+    # Which vocoder turns the converted mels into audio: a name of vc.vocoders.VOCODERS, the one list of
+    # them (checked there: this floor imports no vocoder). "griffin-lim": the mel -> linear network, then
+    # Griffin-Lim; built in, the design's default.
     kind: str = "griffin-lim"
-    # hifigan: a generator checkpoint in jik876/hifi-gan's format; empty: the universal V1 generator of
-    # the weights package.
-    hifigan_checkpoint: str = ""
-    # hifigan: frames of its mel (its own frame rate) vocoded per call; every input goes in chunks of
-    # this many with the generator's receptive field as context on each side (the same samples, memory
-    # bounded). 98 + the universal generator's 2 x 15 context: windows of 128 frames, which fit the
-    # caches better than longer ones (0.70-0.75x the time of 226; docs/ablation.md "One window
-    # shape for HiFi-GAN").
-    hifigan_chunk_frames: int = 98
-    # hifigan through onnxruntime: at most this many frames per call, an input cut into as few equal
-    # chunks as fit (with the same context). Its time per frame is flat in the window's length, so
-    # longer windows read less context: on the eval set 1.13x the frames that matter against 1.58x in
-    # windows of 128 (docs/ablation.md "HiFi-GAN through onnxruntime").
-    hifigan_onnx_chunk_frames: int = 400
-    # hifigan: the generator's arithmetic. "auto": bfloat16 up to its last level on a CPU that multiplies
-    # bfloat16 in hardware (AMX or AVX512-BF16; every score level with float32, docs/ablation.md "The
-    # HiFi-GAN generator in bfloat16"), float32 elsewhere (other CPUs would emulate it), on GPUs and
-    # where hifigan_runtime names onnxruntime.
-    hifigan_precision: str = "auto"
-    # hifigan: what runs the generator. "auto": onnxruntime where it computes in float32 on a CPU and
-    # onnxruntime is installed (the [neural] extra brings it; the whole conversion 1.6x torch's speed
-    # there, docs/ablation.md "HiFi-GAN through onnxruntime"), torch elsewhere (bfloat16, GPUs).
-    hifigan_runtime: str = "auto"
+    # Griffin-Lim's settings (the built-in vocoder's, in the section itself).
     griffin_lim_iters: int = 32
     momentum: float = 0.99
     # Magnitudes are raised to this power before phase recovery. Above 1 sounds crisper but scales
     # the log spectrum, which costs MCD (docs/ablation.md), so 1.0 by default.
     magnitude_power: float = 1.0
+    hifigan: HifiganConfig = field(default_factory=HifiganConfig)
 
 
 @dataclass
@@ -348,8 +371,11 @@ class Config:
     def from_dict(cls, data: dict[str, Any] | None, stored: bool = False) -> Config:
         """A config from its dict (YAML). ``stored``: a config a checkpoint or experiment folder holds;
         those from before each kind had its own section list every kind's model settings, and the
-        other kinds' are dropped."""
+        other kinds' are dropped; those from before HiFi-GAN had its own section hold its settings as
+        vocoder.hifigan_KEY (HIFIGAN_MOVED)."""
         data = _without_retired(data or {})
+        if stored:
+            _hifigan_moved(data)
         model = data.get("model", {})
         section = model_section(model.get("kind", "attention") if isinstance(model, dict) else "attention")
         if isinstance(model, dict):
@@ -382,7 +408,7 @@ class Config:
 
 POSITIVE = {
     "audio": ("sample_rate", "n_fft", "win_length", "hop_length", "n_mels", "max_duration"),
-    "vocoder": ("griffin_lim_iters", "hifigan_chunk_frames", "hifigan_onnx_chunk_frames"),
+    "vocoder": ("griffin_lim_iters",),
     "data": ("batch_size", "num_fixed_utterances"),
     "train": ("max_steps", "eval_every", "log_every", "evolution_columns", "select_utterances"),
     "mel2linear": ("channels", "layers", "batch_size", "crop_frames", "max_steps", "valid_every"),
@@ -392,9 +418,6 @@ POSITIVE = {
 CHOICES = {
     ("inference", "source_normalization"): ("speaker", "utterance", "auto"),
     ("inference", "source_warp"): ("auto", "none"),
-    ("vocoder", "kind"): ("griffin-lim", "hifigan"),
-    ("vocoder", "hifigan_precision"): ("auto", "float32", "bfloat16"),
-    ("vocoder", "hifigan_runtime"): ("auto", "torch", "onnxruntime"),
     ("train", "select_by"): ("loss", "free_running"),
     ("train", "decay"): ("noam", "constant", "linear"),
 }
@@ -484,6 +507,25 @@ def _moved_to_model(data: dict[str, Any]) -> None:
                 model.setdefault(key, value)
     if model:
         data["model"] = model
+
+
+# HiFi-GAN's settings in the vocoder section before they had their own (vocoder.hifigan): a stored config
+# (a checkpoint, the bundled models, an experiment's config.yaml) reads vocoder.hifigan_KEY as
+# vocoder.hifigan.KEY. Only stored configs: a config or an override written now spells the new key.
+HIFIGAN_MOVED = ("checkpoint", "chunk_frames", "onnx_chunk_frames", "precision", "runtime")
+
+
+def _hifigan_moved(data: dict[str, Any]) -> None:
+    """vocoder.hifigan_KEY of HIFIGAN_MOVED -> vocoder.hifigan.KEY, in place (the section copied)."""
+    vocoder = data.get("vocoder")
+    if not isinstance(vocoder, dict) or not any(f"hifigan_{key}" in vocoder for key in HIFIGAN_MOVED):
+        return
+    vocoder = dict(vocoder)
+    section = dict(vocoder.get("hifigan") or {})
+    for key in HIFIGAN_MOVED:
+        if f"hifigan_{key}" in vocoder:
+            section.setdefault(key, vocoder.pop(f"hifigan_{key}"))
+    data["vocoder"] = {**vocoder, "hifigan": section}
 
 
 def _without_retired(data: dict[str, Any]) -> dict[str, Any]:

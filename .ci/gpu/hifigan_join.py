@@ -13,7 +13,7 @@ import torch
 def main(argv: list[str]) -> None:
     mode, *paths = argv
     if mode == "--half":
-        from vc.artifacts.hifigan import default_checkpoint
+        from vc.vocoders.hifigan.weights import default_checkpoint
 
         state = torch.load(default_checkpoint(), map_location="cpu", weights_only=True)["generator"]
         torch.save({"generator": {k: v.half() for k, v in state.items()}}, paths[0])

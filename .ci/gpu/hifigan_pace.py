@@ -30,7 +30,7 @@ def main(generator: str) -> None:
             device=device,
             vocoder="hifigan",
             vocoder_checkpoint=generator,
-            overrides=[f"vocoder.hifigan_precision={precision}"],
+            overrides=[f"vocoder.hifigan.precision={precision}"],
         )
         for _ in range(2):  # the second round's time: the first pays for the set-up
             if device == "cuda":

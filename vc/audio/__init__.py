@@ -1,5 +1,5 @@
-"""The signal path's ends: audio in and out, log-mel features and their statistics, DSP helpers,
-Griffin-Lim (griffin_lim.py) and the voice warp (voice_warp.py)."""
+"""The signal path's ends: audio in and out, log-mel features and their statistics, DSP helpers and
+the voice warp (voice_warp.py). The way back from log-mels to audio is the vocoders' (vc/vocoders/)."""
 
 from vc.audio.features import (
     AUDIO_FORMATS,

@@ -109,10 +109,14 @@ def add_config_overrides(sub: argparse.ArgumentParser) -> None:
 
 
 def experiment_config(args):
-    """The experiment's config: --config, then the overrides (--set first, then the positional ones)."""
+    """The experiment's config: --config, then the overrides (--set first, then the positional ones); its
+    vocoder.kind a name of the registry (vc.vocoders.VOCODERS, which the config floor does not import)."""
     from vc.config import load_config
+    from vc.vocoders import vocoder_name
 
-    return load_config(args.config, [*args.set_overrides, *args.overrides])
+    config = load_config(args.config, [*args.set_overrides, *args.overrides])
+    vocoder_name(config.vocoder.kind)
+    return config
 
 
 def section_overrides(args, section: str) -> list[str]:
@@ -140,7 +144,3 @@ def companion_config(args, section: str):
 
     config = Config.from_dict(load_checkpoint(args.checkpoint)["config"], stored=True)
     return config.with_overrides(section_overrides(args, section))
-
-
-# vc.vocoders.VOCODERS' names, written out so that the parsers import no torch (a test checks they agree).
-VOCODER_CHOICES = ("griffin-lim", "hifigan")

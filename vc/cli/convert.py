@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from vc.cli.common import VOCODER_CHOICES, add_command, add_overwrite, positive_int
+from vc.cli.common import add_command, add_overwrite, positive_int
+from vc.vocoders import VOCODERS, built_in
 
 EXAMPLE = (
     "vc convert in.wav out.wav    |    "
@@ -32,8 +33,9 @@ def add_parser(commands) -> None:
     sub.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     sub.add_argument(
         "--vocoder",
-        choices=VOCODER_CHOICES,
-        help="griffin-lim (built in; default) or hifigan (a pretrained HiFi-GAN: the [neural] extra)",
+        choices=list(VOCODERS),
+        help=f"the vocoder (default: the model's vocoder.kind, {built_in()} unless set); hifigan: a pretrained "
+        "HiFi-GAN (the [neural] extra)",
     )
     sub.add_argument(
         "--vocoder-checkpoint",

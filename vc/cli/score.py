@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vc.cli.common import VOCODER_CHOICES, add_command, add_overwrite, positive_int
+from vc.cli.common import add_command, add_overwrite, positive_int
+from vc.vocoders import VOCODERS, built_in
 
 EXAMPLE = "vc score --converted EXP/converted/eval --reference slt/wav --source bdl/wav --json scores.json"
 
@@ -39,9 +40,9 @@ def add_parser(commands) -> None:
     sub.add_argument(
         "--vocoders",
         type=vocoder_list,
-        default=["griffin-lim"],
+        default=[built_in()],
         metavar="NAME[,NAME]",
-        help="a ceiling row through each vocoder: griffin-lim, hifigan (default griffin-lim)",
+        help=f"a ceiling row through each vocoder: {', '.join(VOCODERS)}",
     )
     sub.add_argument(
         "--source-families",
@@ -96,11 +97,11 @@ def cache_note(result: dict, cache: str) -> str:
 
 
 def vocoder_list(text: str) -> list[str]:
-    """ "griffin-lim,hifigan" -> the names, each one of --vocoder's choices."""
+    """ "griffin-lim,hifigan" -> the names, each one of vc.vocoders.VOCODERS."""
     names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in VOCODER_CHOICES]
+    unknown = [name for name in names if name not in VOCODERS]
     if not names or unknown:
-        raise argparse.ArgumentTypeError(f"expected names among {', '.join(VOCODER_CHOICES)}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected names among {', '.join(VOCODERS)}, got {text!r}")
     return names
 
 

@@ -32,7 +32,6 @@ import torch
 
 from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio, read_speech, write_audio
 from vc.audio.dsp import with_silence
-from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import AudioConfig, Config
 from vc.errors import ConfigError, DataError, VcError
 from vc.evaluation import registry
@@ -40,6 +39,7 @@ from vc.evaluation.metric import FileJob
 from vc.evaluation.score_cache import ScoreCache
 from vc.parallel import process_map
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.vocoders import built_in, make_vocoder
 
 # The row of the files a family scores once per run (Metric.run_files): RUN_FILES + family + ":" + role.
 RUN_FILES = "run files:"
@@ -346,13 +346,13 @@ def resynthesize_folder(
     """Yield a folder holding <utt>.wav = vocoder(log-mel(reference <utt>)).
 
     The folder is ``out_dir`` when given (kept, e.g. for the listening report),
-    else a temporary one. ``vocoder`` defaults to the pseudo-inverse Griffin-Lim
-    path of the config; pass the one `vc convert` uses so the ceiling moves with it. ``title``
+    else a temporary one. ``vocoder`` defaults to the built-in vocoder's pseudo-inverse
+    path with the config's settings; pass the one `vc convert` uses so the ceiling moves with it. ``title``
     names the row in the progress bar.
     """
     references = files_by_utterance(Path(reference_dir), "reference")
     features = LogMel(config.audio)
-    vocoder = vocoder or GriffinLimVocoder(config.audio, config.vocoder)
+    vocoder = vocoder or make_vocoder(config.audio, replace(config.vocoder, kind=built_in()))
     generator = torch.Generator().manual_seed(0)
     with contextlib.ExitStack() as stack:
         if out_dir is None:

@@ -29,7 +29,7 @@ from vc.errors import DataError
 from vc.evaluation.scoring import System, files_by_utterance, resynthesize_folder, score_systems
 from vc.evaluation.transcripts import find_transcripts, read_transcripts
 from vc.pairs import read_pair_list
-from vc.vocoders import VOCODERS, build_vocoder, vocoder_name
+from vc.vocoders import VOCODERS, build_vocoder, built_in, vocoder_name
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def ceiling_row(vocoder: str) -> str:
     return f"{VOCODERS[vocoder_name(vocoder)].title} ceiling"
 
 
-CEILING = ceiling_row("griffin-lim")  # the built-in vocoder's
+CEILING = ceiling_row(built_in())  # the built-in vocoder's
 
 
 def _speaker_files(train_list: str | Path | None) -> dict[str, list[Path]] | None:
@@ -54,21 +54,21 @@ def _speaker_files(train_list: str | Path | None) -> dict[str, list[Path]] | Non
 def ceiling_vocoders(
     config: Config,
     checkpoint: str | Path | None,
-    vocoders: Iterable[str] = ("griffin-lim",),
+    vocoders: Iterable[str] | None = None,
     pseudo_inverse: bool = False,
 ) -> dict[str, torch.nn.Module]:
-    """Row name -> vocoder for the ceiling rows, one per vocoder in ``vocoders``.
+    """Row name -> vocoder for the ceiling rows, one per vocoder in ``vocoders`` (None: the built-in one).
 
     Each row uses the path `vc convert` uses with ``checkpoint`` and that vocoder (the mel ->
     linear network inside an exported model file or beside a training checkpoint, when there is
     one), so the ceiling moves with the vocoder. ``pseudo_inverse``, with a network: a second
-    Griffin-Lim row through the network-free pseudo-inverse path, so the network's gain shows.
+    built-in vocoder's row through the network-free pseudo-inverse path, so the network's gain shows.
     """
     rows = {}
-    for name in vocoders:
+    for name in vocoders or (built_in(),):
         row = ceiling_row(name)
         rows[row] = build_vocoder(config, checkpoint, kind=name)
-        if pseudo_inverse and vocoder_name(name) == "griffin-lim" and rows[row].mel2linear is not None:
+        if pseudo_inverse and vocoder_name(name) == built_in() and rows[row].mel2linear is not None:
             rows[f"{row} (pseudo-inverse)"] = build_vocoder(config, checkpoint, mel2linear=False, kind=name)
     return rows
 
@@ -83,7 +83,7 @@ def score_against_references(
     text: str | Path | None = None,
     train_list: str | Path | None = None,
     ceiling: bool = True,
-    vocoders: Iterable[str] = ("griffin-lim",),
+    vocoders: Iterable[str] | None = None,
     pseudo_inverse: bool = False,
     source_families: tuple[str, ...] | None = None,
     ceiling_dir: str | Path | None = None,

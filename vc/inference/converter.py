@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -61,8 +61,8 @@ def pick_device(name: str | None = None) -> torch.device:
 class Converter:
     """A trained model plus everything around it: features, statistics, vocoder.
 
-    ``vocoder``: "griffin-lim" or "hifigan" (vc/vocoders/); None: the config's vocoder.kind
-    (Griffin-Lim unless a --set changed it).
+    ``vocoder``: a name of vc.vocoders.VOCODERS; None: the config's vocoder.kind (the built-in
+    Griffin-Lim unless a --set changed it).
     """
 
     def __init__(
@@ -90,8 +90,8 @@ class Converter:
         self.tgt_stats = tgt_stats
         self.features = LogMel(config.audio).to(device)
         self.mel2linear = mel2linear
-        # One vocoder of each kind per converter, shared with its with_options variants (vc serve).
-        self._vocoders: dict[tuple[str, str], torch.nn.Module] = {}
+        # One vocoder per vocoder settings, shared with its with_options variants (vc serve).
+        self._vocoders: dict[tuple, torch.nn.Module] = {}
         self._vocoders_lock = threading.Lock()  # vc serve's threads may ask for one at once
         self.vocoder = self._vocoder(config.vocoder)
         # (B, T, n_mels) log-mel -> the same, sharpened in time (vc.training.postfilter), or None.
@@ -116,7 +116,7 @@ class Converter:
     ):
         """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings.
 
-        ``vocoder``: "griffin-lim" or "hifigan" (None: the config's vocoder.kind);
+        ``vocoder``: a name of vc.vocoders.VOCODERS (None: the config's vocoder.kind);
         ``vocoder_checkpoint``: a HiFi-GAN generator checkpoint (jik876's format) instead of the
         bundled universal one; it implies ``vocoder="hifigan"``.
 
@@ -181,7 +181,7 @@ class Converter:
         """A converter sharing this one's networks with other conversion settings: ``speed``
         (inference.speed, the non-autoregressive model's speaking rate), ``griffin_lim_iters``
         (vocoder.griffin_lim_iters), ``postfilter=False`` to skip the post-filter, and ``vocoder``
-        ("griffin-lim" or "hifigan": vocoder.kind; each kind is loaded once and kept)."""
+        (vocoder.kind, a name of vc.vocoders.VOCODERS; each vocoder settings built once and kept)."""
         overrides = [f"inference.speed={speed}"] if speed is not None else []
         if griffin_lim_iters is not None:
             overrides.append(f"vocoder.griffin_lim_iters={griffin_lim_iters}")
@@ -195,14 +195,13 @@ class Converter:
         return variant
 
     def _vocoder(self, settings: VocoderConfig) -> torch.nn.Module:
-        """The vocoder ``settings`` names, built once per kind; the copy returned carries ``settings``."""
-        key = (settings.kind, settings.hifigan_checkpoint)
+        """The vocoder ``settings`` names, built once per settings (the whole vocoder section: its
+        kind and every vocoder's own) and kept."""
+        key = astuple(settings)
         with self._vocoders_lock:
             if key not in self._vocoders:
                 self._vocoders[key] = make_vocoder(self.config.audio, settings, self.mel2linear, self.device)
-        vocoder = copy.copy(self._vocoders[key])  # the same buffers and networks, its own settings
-        vocoder.vocoder = settings
-        return vocoder
+            return self._vocoders[key]
 
     def convert(self, wave: np.ndarray, sample_rate: int) -> tuple[np.ndarray, int]:
         """Mono or (samples, channels) float samples at any rate -> (converted wave, sample rate).

@@ -3,7 +3,7 @@
     GET  /               the page: record or drop a file, pick a model, convert, compare
     GET  /api/models     {"models": [{"name", "description", "bundled", "default"}, ...]}
     POST /api/convert    multipart form: audio (the recording), model (a name from /api/models; default:
-                         the bundled model), speed, vocoder (griffin-lim or hifigan; default the model's),
+                         the bundled model), speed, vocoder (a name of vc.vocoders.VOCODERS; default the model's),
                          griffin_lim_iters, postfilter (on/off) -> audio/wav,
                          with X-Conversion-Seconds and X-Model headers
 
@@ -17,6 +17,7 @@ hold their upload at once, and one thread decodes and converts them one at a tim
 
 from __future__ import annotations
 
+import html
 import io
 import logging
 import time
@@ -34,7 +35,7 @@ from vc.errors import AudioError, AudioTooLong, MissingPackageError, VcError
 from vc.serving.admission import Admission, Busy
 from vc.serving.catalog import ModelCatalog
 from vc.serving.hosts import HostCheck
-from vc.vocoders import VOCODERS
+from vc.vocoders import VOCODERS, built_in
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def create_app(catalog: ModelCatalog, limits: Limits | None = None, allow_hosts:
     converting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vc-convert")
     admission = Admission(limits.max_active, limits.max_queue)
     hosts = None if allow_hosts is None else HostCheck(allow_hosts)
-    page = (resources.files(__package__) / "page.html").read_text(encoding="utf-8")
+    page = vocoder_options((resources.files(__package__) / "page.html").read_text(encoding="utf-8"))
 
     @app.before_request
     def check_host() -> None:
@@ -154,6 +155,17 @@ def _decode_and_convert(converter, upload, limits: Limits) -> tuple[bytes, float
         raise RequestError(str(exc)) from None
     seconds = time.perf_counter() - started
     return encode_audio(out, out_rate, ".wav"), seconds
+
+
+def vocoder_options(page: str) -> str:
+    """The page with its vocoder choices, one <option> per name of vc.vocoders.VOCODERS (the built-in one
+    selected), where it says VOCODER_OPTIONS."""
+    options = "".join(
+        f'<option value="{html.escape(v.name)}"{" selected" if v.name == built_in() else ""}>'
+        f"{html.escape(v.title)}</option>"
+        for v in VOCODERS.values()
+    )
+    return page.replace("VOCODER_OPTIONS", options)
 
 
 def _options(form, limits: Limits) -> dict:

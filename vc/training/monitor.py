@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,6 @@ from torch.utils.tensorboard import SummaryWriter
 
 from vc.artifacts.checkpoint import private_rng
 from vc.audio import FeatureStats
-from vc.audio.griffin_lim import GriffinLimVocoder
 from vc.config import Config
 from vc.fileio import atomic_open, writing
 from vc.kinds import DevViews, get_kind
@@ -31,6 +31,7 @@ from vc.plotting import evolution_figure, load_evolution, save_figure
 from vc.training.converts import ConvertsRule
 from vc.training.data import ParallelDataset, batches_in_order, collate
 from vc.training.selection import free_running_check
+from vc.vocoders import built_in, make_vocoder
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,8 @@ class Monitor:
         self.tgt_stats = tgt_stats
         self.writer = EventWriter(out_dir / "tensorboard")
         self.kind = get_kind(config.model.kind)
-        vocoder = GriffinLimVocoder(config.audio, config.vocoder).to(device)
+        # The built-in vocoder, without weights: the dev audio of every run sounds through the same one.
+        vocoder = make_vocoder(config.audio, replace(config.vocoder, kind=built_in()), device=device)
         self.views = DevViews(self.writer, vocoder, tgt_stats, config, self._evolution)
         m = config.model
         converts = self.kind.stops_when_converts(config)

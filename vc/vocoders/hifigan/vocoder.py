@@ -2,25 +2,25 @@
 
 The bridge needs no training. A generator hears the natural-log mel of its own STFT (for the bundled
 V1 generators: 22.05 kHz, n_fft 1024, hop 256, 80 bands from 0 to 8 kHz, floor 1e-5). Our magnitude
-(the same network or filterbank inverse Griffin-Lim reads, vc.audio.griffin_lim.Magnitude) covers 0 to
+(the same network or filterbank inverse Griffin-Lim reads, vc.vocoders.magnitude.Magnitude) covers 0 to
 sample_rate / 2 at our frame rate; HiFi-GAN's filterbank, read off at our bins' frequencies (linear
 interpolation between its bins), gives its mel at our frames, and a linear interpolation in time of
 the log-mel moves them onto its frame times. No gain is applied (see bridge_basis). The generator's
 wave is resampled to ours.
 
-Where vocoder.hifigan_precision says so ("auto": on a CPU with bfloat16 arithmetic in hardware, see
+Where vocoder.hifigan.precision says so ("auto": on a CPU with bfloat16 arithmetic in hardware, see
 use_bfloat16) the generator computes in bfloat16 up to its last level: that level, at the output's
 rate, stays in float32, as in bfloat16 it lays a noise floor over the spectrum (+1 dB on the log
 spectrum's mean, MCD +0.29 dB on the eval set; docs/ablation.md, "The HiFi-GAN generator in bfloat16").
 
-Where vocoder.hifigan_runtime says so ("auto": in float32 on a CPU, with onnxruntime installed)
-onnxruntime runs the same generator (vc/vocoders/onnx_generator.py), faster there.
+Where vocoder.hifigan.runtime says so ("auto": in float32 on a CPU, with onnxruntime installed)
+onnxruntime runs the same generator (onnx_generator.py), faster there.
 
 Every input is vocoded in chunks with the generator's receptive field as context on each side
-(vc.model.hifigan.receptive_frames): memory is bounded and the samples are the whole input's between
-silences. With torch, chunks of vocoder.hifigan_chunk_frames, all through one window shape (its
+(generator.receptive_frames): memory is bounded and the samples are the whole input's between
+silences. With torch, chunks of vocoder.hifigan.chunk_frames, all through one window shape (its
 convolutions reuse what their first call set up); with onnxruntime, as few equal chunks of at most
-vocoder.hifigan_onnx_chunk_frames as fit (it reads less context so).
+vocoder.hifigan.onnx_chunk_frames as fit (it reads less context so).
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ import numpy as np
 import torch
 from scipy.signal import resample_poly
 
-from vc.artifacts.hifigan import HifiganSignal
 from vc.audio.features import mel_filterbank
-from vc.audio.griffin_lim import Magnitude
-from vc.config import AudioConfig, VocoderConfig
+from vc.config import AudioConfig, HifiganConfig
 from vc.errors import ConfigError
-from vc.model.hifigan import HifiganGenerator, receptive_frames
 from vc.packages import missing
-from vc.vocoders.onnx_generator import RUNTIME_PACKAGE, OnnxGenerator
+from vc.vocoders.hifigan.generator import HifiganGenerator, receptive_frames
+from vc.vocoders.hifigan.onnx_generator import RUNTIME_PACKAGE, OnnxGenerator
+from vc.vocoders.hifigan.weights import HifiganSignal
+from vc.vocoders.magnitude import Magnitude
 
 LOG_FLOOR = 1e-5  # HiFi-GAN's: log(clamp(mel, min=1e-5))
 
@@ -90,21 +90,21 @@ def bfloat16_hardware() -> bool:
 
 
 def use_bfloat16(precision: str, runtime: str, device: torch.device) -> bool:
-    """vocoder.hifigan_precision on ``device``: bfloat16 when asked, or "auto" on a CPU with the hardware
-    unless vocoder.hifigan_runtime names onnxruntime (which computes in float32: the named choice wins)."""
+    """vocoder.hifigan.precision on ``device``: bfloat16 when asked, or "auto" on a CPU with the hardware
+    unless vocoder.hifigan.runtime names onnxruntime (which computes in float32: the named choice wins)."""
     if precision == "bfloat16":
         return True
     return precision == "auto" and runtime != "onnxruntime" and device.type == "cpu" and bfloat16_hardware()
 
 
 def use_onnxruntime(runtime: str, bfloat16: bool, device: torch.device) -> bool:
-    """vocoder.hifigan_runtime for a generator computing on ``device`` (in bfloat16 or not): onnxruntime
+    """vocoder.hifigan.runtime for a generator computing on ``device`` (in bfloat16 or not): onnxruntime
     when asked (a CPU in float32 only: a ConfigError elsewhere), or "auto" where it can run it."""
     if runtime == "onnxruntime":
         if bfloat16 or device.type != "cpu":
             where = "in bfloat16" if bfloat16 else f"on {device.type}"
             raise ConfigError(
-                f"vocoder.hifigan_runtime onnxruntime runs the generator on a CPU in float32, not {where}"
+                f"vocoder.hifigan.runtime onnxruntime runs the generator on a CPU in float32, not {where}"
             )
         return True
     return runtime == "auto" and not bfloat16 and device.type == "cpu" and not missing(RUNTIME_PACKAGE)
@@ -121,7 +121,7 @@ class HifiganVocoder(torch.nn.Module):
     def __init__(
         self,
         audio: AudioConfig,
-        vocoder: VocoderConfig,
+        settings: HifiganConfig,
         generator: HifiganGenerator,
         signal: HifiganSignal,
         mel2linear: torch.nn.Module | None = None,
@@ -133,7 +133,7 @@ class HifiganVocoder(torch.nn.Module):
                 f"hop_size {signal.hop_length}"
             )
         self.audio = audio
-        self.vocoder = vocoder
+        self.settings = settings
         self.signal = signal
         self.magnitude = Magnitude(audio, mel2linear)
         self.generator = generator.eval()
@@ -171,23 +171,23 @@ class HifiganVocoder(torch.nn.Module):
 
         In chunks, each read with the receptive field as context on either side; the input is framed
         by silence (the mel's floor), so the first window has its left context and the last its
-        chunk's length. With torch, chunks of vocoder.hifigan_chunk_frames, all through one window
+        chunk's length. With torch, chunks of vocoder.hifigan.chunk_frames, all through one window
         shape: the generator's convolutions reuse what their first call set up (a new shape costs
         about half a call again in bfloat16). With onnxruntime, whose time per frame is flat in the
-        window's length, as few equal chunks of at most vocoder.hifigan_onnx_chunk_frames as fit.
+        window's length, as few equal chunks of at most vocoder.hifigan.onnx_chunk_frames as fit.
         Either way the samples are those of the whole input between the receptive field's silence
         on either side (tested).
         """
         frames, hop, context = mel.shape[0], self.signal.hop_length, self.context
-        bfloat16 = use_bfloat16(self.vocoder.hifigan_precision, self.vocoder.hifigan_runtime, mel.device)
-        if use_onnxruntime(self.vocoder.hifigan_runtime, bfloat16, mel.device):
+        bfloat16 = use_bfloat16(self.settings.precision, self.settings.runtime, mel.device)
+        if use_onnxruntime(self.settings.runtime, bfloat16, mel.device):
             run = self.onnx_generator()
-            count = -(-frames // self.vocoder.hifigan_onnx_chunk_frames)
+            count = -(-frames // self.settings.onnx_chunk_frames)
             chunk = -(-frames // count)
         else:
             levels = len(self.generator.ups) - 1 if bfloat16 else 0  # the last level in float32
             run = functools.partial(self.generator, bfloat16_levels=levels)
-            chunk = self.vocoder.hifigan_chunk_frames
+            chunk = self.settings.chunk_frames
             count = -(-frames // chunk)
         # (n_mels, context + frames + the last chunk's rest + context), the silence being the mel's floor
         after = count * chunk - frames + context

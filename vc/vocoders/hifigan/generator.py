@@ -13,7 +13,7 @@ module holds ordinary convolutions.
 
 Fully convolutional: a frame's samples depend on RECEPTIVE_FRAMES frames on each side, no more, so a
 long input vocoded in chunks with that much context each side gives the whole input's samples
-(vc/vocoders/hifigan.py).
+(vc/vocoders/hifigan/vocoder.py).
 """
 
 from __future__ import annotations
