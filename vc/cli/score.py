@@ -22,7 +22,7 @@ def add_parser(commands) -> None:
     sub = add_command(
         commands,
         "score",
-        "intelligibility, speaker similarity, predicted MOS, MCD and F0 beside floor and ceilings",
+        "intelligibility (Whisper, pocketsphinx), speaker similarity, predicted MOS, MCD, F0 and DDUR beside floor and ceilings",
         EXAMPLE,
     )
     sub.add_argument("--converted", required=True, help="folder of converted files (defines the list)")
@@ -48,8 +48,8 @@ def add_parser(commands) -> None:
         "--source-families",
         type=family_list,
         metavar="NAME[,NAME]",
-        help="score the --source row with these metric families only (distances, intelligibility, "
-        "similarity, naturalness; default all), e.g. intelligibility for its WER alone",
+        help="score the --source row with these metric families only (distances, whisper, pocketsphinx, "
+        "similarity, naturalness; default all), e.g. whisper for its WER alone",
     )
     sub.add_argument(
         "--pseudo-inverse-ceiling",

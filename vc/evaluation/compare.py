@@ -8,6 +8,9 @@ same draw for both, and the metric recomputed as `vc score` computes it (error r
 words and characters, the rest means over utterances). With 100 ARCTIC eval sentences (under 900
 words) a WER difference of a few points is often inside that interval. The interval covers the
 choice of sentences only, not the training seed's spread, which comes on top (docs/ablation.md).
+
+Words are decided by Whisper's columns: pocketsphinx's WER is printed after them for continuity with
+scorings made before Whisper, and says so.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ import numpy as np
 
 from vc.errors import DataError
 from vc.evaluation import registry
+from vc.evaluation.sphinx import POCKETSPHINX
+from vc.evaluation.whisper import WHISPER
+
+WHISPER_WER, SPHINX_WER = WHISPER.columns[0].title, POCKETSPHINX.columns[0].title
 
 
 def compared_metrics() -> list[tuple[str, str | tuple[str, str], str]]:
@@ -84,11 +91,18 @@ def per_utterance(path: str | Path, row: str | None = None) -> dict:
 def format_comparison(shared: int, results: list[dict]) -> list[str]:
     """The lines `vc compare` prints: B - A and its interval per metric, marked when outside the noise."""
     lines = [f"B - A over {shared} shared utterances (95 % paired bootstrap):"]
+    labels = {r["metric"] for r in results}
     for r in results:
         fmt = r["fmt"]
         inside = r["low"] <= 0 <= r["high"]
         lines.append(
             f"  {r['metric']:<13} {fmt.format(r['diff']):>7}  "
             f"[{fmt.format(r['low'])}, {fmt.format(r['high'])}]{'  (inside the noise)' if inside else ''}"
+        )
+    if WHISPER_WER in labels:
+        lines.append(f"  words: decided by {WHISPER_WER}; pocketsphinx's beside it for continuity only")
+    elif SPHINX_WER in labels:
+        lines.append(
+            f"  words: no Whisper columns in both scorings; {SPHINX_WER} does not decide (vc score again)"
         )
     return lines

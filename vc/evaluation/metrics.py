@@ -13,7 +13,10 @@ estimation of spectral parameter trajectory", IEEE TASLP 2007; Zhang et al.,
   warping (Sakoe and Chiba, IEEE TASSP 1978) on mel-cepstra without c0;
 * mel-cepstral distortion (Kubichek, IEEE PACRIM 1993) in dB averaged over the
   DTW path, F0 RMSE [Hz] and Pearson correlation over the path frames voiced on
-  both sides, and the ratio of speech durations (converted / reference).
+  both sides, the ratio of speech durations (converted / reference) and DDUR,
+  their absolute difference in seconds (as the seq2seq VC papers report it:
+  AAS-VC, Huang et al. 2023; Urhythmic, van Niekerk et al. 2023), each speech
+  duration from the first to the last speech frame.
 """
 
 from __future__ import annotations
@@ -290,6 +293,7 @@ def score_analyses(converted: Analysis, reference: Analysis) -> dict:
         "f0_rmse": f0_rmse,
         "f0_corr": f0_corr,
         "duration_ratio": converted.duration / reference.duration,
+        "ddur": abs(converted.duration - reference.duration),
         "path_frames": int(path_c.size),
         "voiced_frames": voiced,
     }
@@ -302,7 +306,8 @@ def score_pair(
 
     Both waves are mono at ``sample_rate``. Returns a dict of floats:
     mcd [dB], f0_rmse [Hz], f0_corr (NaN where undefined), duration_ratio
-    (converted / reference speech duration), and the counts path_frames and
+    (converted / reference speech duration), ddur (|converted - reference| speech
+    duration [s]), and the counts path_frames and
     voiced_frames. Raises AudioError for an empty, silent or non-finite wave.
     """
     converted = analyse(converted_wave, sample_rate, f0_method, name="converted wave")
@@ -316,18 +321,20 @@ def score_pair(
 
 
 class Distances(Metric):
-    """MCD, F0 RMSE and correlation, and the duration ratio against the same utterance of the reference
-    (every row scored against one; the reference itself is not)."""
+    """MCD, F0 RMSE and correlation, the duration ratio and DDUR against the same utterance of the
+    reference (every row scored against one; the reference itself is not)."""
 
     name = "distances"
     optional = False  # `vc score` always computes them (require_analysis_libraries fails early without)
     columns = (
-        Column("MCD [dB]", "mcd", "{:.2f}", lower_is_better=True, headline=True, report_rank=1),
+        Column("MCD [dB]", "mcd", "{:.2f}", lower_is_better=True, headline=True, report_rank=2),
         Column("F0 RMSE [Hz]", "f0_rmse", "{:.1f}", lower_is_better=True, headline=True),
         Column("F0 corr", "f0_corr", "{:.3f}"),
         Column("duration ratio", "duration_ratio", "{:.3f}"),
+        Column("DDUR [s]", "ddur", "{:.3f}", lower_is_better=True, headline=True),
     )
     packages = ("pyworld", "pysptk", "scipy", "numpy")
+    version = 2  # 2: DDUR
 
     def depends_on(self, job: FileJob) -> dict:
         return {"reference": job.reference, "f0_method": job.f0_method}

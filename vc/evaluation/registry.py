@@ -8,10 +8,11 @@ from __future__ import annotations
 from vc.evaluation.metric import Column, Metric
 from vc.evaluation.metrics import DISTANCES
 from vc.evaluation.naturalness import NATURALNESS
-from vc.evaluation.recognizer import INTELLIGIBILITY
 from vc.evaluation.speaker import SIMILARITY
+from vc.evaluation.sphinx import POCKETSPHINX
+from vc.evaluation.whisper import WHISPER
 
-METRICS: tuple[Metric, ...] = (DISTANCES, INTELLIGIBILITY, SIMILARITY, NATURALNESS)
+METRICS: tuple[Metric, ...] = (DISTANCES, WHISPER, POCKETSPHINX, SIMILARITY, NATURALNESS)
 UTTERANCES = Column("utterances", "utterances", "{:d}")  # how many utterances a row's numbers cover
 
 

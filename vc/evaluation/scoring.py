@@ -5,9 +5,10 @@ ceiling, the natural target...) is a folder of files named by utterance id.
 Every file is scored in a pool of worker processes, one job per file:
 
 * spectral and prosodic distances to the same utterance of the target speaker
-  (MCD, F0 RMSE and correlation, duration ratio; vc.evaluation.metrics);
-* intelligibility: an offline recogniser's word and character error rates
-  against the transcript (vc.evaluation.recognizer, .transcripts);
+  (MCD, F0 RMSE and correlation, duration ratio, DDUR; vc.evaluation.metrics);
+* intelligibility: two offline recognisers' word and character error rates
+  against the transcript, Whisper's deciding and pocketsphinx's beside it
+  (vc.evaluation.whisper, .sphinx, .transcripts);
 * speaker similarity: cosine of a speaker embedding to the target speaker's
   and the source speaker's centroids (vc.evaluation.speaker), the centroids
   embedded from training utterances in the same pool;

@@ -1,11 +1,14 @@
 """Transcripts, the text normalisation both sides of a WER go through, and edit distances.
 
 Normalisation (applied to reference and recognised text alike): Unicode NFKC,
-lower case, hyphens and slashes become spaces ("twenty-five" -> "twenty five",
-as a recogniser's dictionary spells compounds), every other character that is
-not a letter, a digit or a word-internal apostrophe is dropped ("Steels," ->
-"steels", "don't" stays), runs of spaces collapse. Digits are kept as written:
-ARCTIC prompts spell nearly every number, and a recogniser writes words.
+numbers in digits spelt as words (vc.evaluation.spoken_numbers: "18th" ->
+"eighteenth", "1908" -> "nineteen oh eight": Whisper writes digits where ARCTIC's
+prompts mostly spell), lower case, hyphens and slashes become spaces
+("twenty-five" -> "twenty five", as a recogniser's dictionary spells compounds),
+every other character that is not a letter, a digit or a word-internal
+apostrophe is dropped ("Steels," -> "steels", "don't" stays), runs of spaces
+collapse, and the spoken forms of two titles written either way become the
+written ones ("mister" -> "mr", "missus" -> "mrs").
 """
 
 from __future__ import annotations
@@ -15,19 +18,22 @@ import unicodedata
 from pathlib import Path
 
 from vc.errors import DataError
+from vc.evaluation.spoken_numbers import spell_numbers
 
 # ( arctic_a0001 "Author of the danger trail, Philip Steels, etc." )
 ARCTIC_LINE = re.compile(r'^\(\s*(\S+)\s+"(.*)"\s*\)\s*$')
 ARCTIC_FILE = Path("etc") / "txt.done.data"
+# Words a reader says one way and a text writes either way: the spoken form -> the written one.
+WRITTEN_FORMS = {"mister": "mr", "missus": "mrs", "missis": "mrs"}
 
 
 def normalize_text(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).lower()
+    text = spell_numbers(unicodedata.normalize("NFKC", text)).lower()
     text = re.sub(r"[-/\u2010-\u2015]", " ", text)
     text = text.replace("\u2019", "'")
     text = re.sub(r"[^\w\s']|_", " ", text)  # \w keeps letters and digits of any script
     text = re.sub(r"(?<!\w)'|'(?!\w)", " ", text)  # quotes, not apostrophes inside words
-    return " ".join(text.split())
+    return " ".join(WRITTEN_FORMS.get(word, word) for word in text.split())
 
 
 def read_transcripts(path: str | Path) -> dict[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from dataclasses import astuple, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +31,7 @@ from vc.errors import CheckpointError, ConfigError
 from vc.inference.long_form import convert_long
 from vc.kinds import build_model, get_kind
 from vc.model.aligned_source import aligned_source
-from vc.vocoders import make_vocoder, vocoder_name, vocoder_overrides
+from vc.vocoders import VOCODERS, make_vocoder, vocoder_name, vocoder_overrides
 
 log = logging.getLogger(__name__)
 
@@ -195,9 +195,10 @@ class Converter:
         return variant
 
     def _vocoder(self, settings: VocoderConfig) -> torch.nn.Module:
-        """The vocoder ``settings`` names, built once per settings (the whole vocoder section: its
-        kind and every vocoder's own) and kept."""
-        key = astuple(settings)
+        """The vocoder ``settings`` names, built once per value of the settings it reads
+        (vc.vocoders.Vocoder.reads) and kept."""
+        kind = vocoder_name(settings.kind)
+        key = (kind, repr(VOCODERS[kind].reads(settings)))
         with self._vocoders_lock:
             if key not in self._vocoders:
                 self._vocoders[key] = make_vocoder(self.config.audio, settings, self.mel2linear, self.device)

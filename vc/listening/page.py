@@ -180,9 +180,10 @@ def _utterance(exp: Experiment, utt: Utterance, assets: Assets, sort_columns: li
         out.append(f"<p>{summary}</p>")
     if utt.transcript:
         out.append(f"<p>text: <i>{escape(utt.transcript)}</i></p>")
-    hypothesis = utt.model_scores.get("hypothesis")
-    if isinstance(hypothesis, str):
-        out.append(f"<p>recognized (converted): <i>{escape(hypothesis) or '(nothing)'}</i></p>")
+    for key, heard in (("whisper_hypothesis", "Whisper heard"), ("hypothesis", "pocketsphinx heard")):
+        hypothesis = utt.model_scores.get(key)
+        if isinstance(hypothesis, str):
+            out.append(f"<p>{heard} (converted): <i>{escape(hypothesis) or '(nothing)'}</i></p>")
     players = []
     for role in [*ROLES, *(name for name in utt.files if name not in ROLES)]:
         title = escape(ROLE_TITLES.get(role, role))

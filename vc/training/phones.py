@@ -2,13 +2,15 @@
 
 Both recordings of a pair read the same sentence. Each is force-aligned to the phones of its transcript
 by pocketsphinx 5 (Huggins-Daines et al., ICASSP 2006), whose en-us acoustic model and CMU
-pronouncing dictionary ship inside its wheel: no download. The WER scorer (vc/evaluation/recognizer.py)
-uses the same acoustic model, so every WER of a model timed by these alignments says so beside it.
+pronouncing dictionary ship inside its wheel: no download. The pocketsphinx WER scorer
+(vc/evaluation/sphinx.py) uses the same acoustic model, so every pocketsphinx WER of a model timed by
+these alignments says so beside it.
 
-Words the dictionary lacks get a pronunciation from the words it has: a possessive from its stem
-("thorpe's" -> "thorpe" + Z), a compound from two entries ("nightglow" -> "night" + "glow"), a number
-spelled out ("1908" -> "nineteen oh eight"); a word none of these covers is left out of the alignment
-(its sound joins its neighbours') and counted.
+The transcript's words are those of its normalisation (vc/evaluation/transcripts.py), numbers spelt as
+read ("1908" -> "nineteen oh eight"). Words the dictionary lacks get a pronunciation from the words it
+has: a possessive from its stem ("thorpe's" -> "thorpe" + Z), a compound from two entries ("nightglow"
+-> "night" + "glow"); a word none of these covers is left out of the alignment (its sound joins its
+neighbours') and counted.
 
 The pair's timing: the two phone sequences are matched (equal names, in order, difflib's longest
 matching blocks, so a different pronunciation variant or an optional pause costs only its own phones);
@@ -26,7 +28,6 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,42 +51,6 @@ log = logging.getLogger(__name__)
 SAMPLE_RATE = 16000  # the acoustic model's
 FRAME_SECONDS = 0.01  # pocketsphinx's frame shift
 SILENCES = {"<sil>", "sil", "<s>", "</s>", "SIL"}
-
-ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-ONES += "sixteen seventeen eighteen nineteen"
-TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety"
-ORDINALS = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
-            "nine": "ninth", "twelve": "twelfth"}  # fmt: skip
-
-
-def number_words(number: int) -> list[str]:
-    """0..9999 spelled as read: 16 -> sixteen, 29 -> twenty nine, 1908 -> nineteen oh eight."""
-    ones, tens = ONES.split(), TENS.split()
-    if number < 20:
-        return [ones[number]]
-    if number < 100:
-        return [tens[number // 10]] + ([ones[number % 10]] if number % 10 else [])
-    if 1000 <= number < 10000 and number % 1000 >= 100 or 1100 <= number < 2000:  # a year: two pairs
-        high, low = divmod(number, 100)
-        rest = ["hundred"] if low == 0 else (["oh", ones[low]] if low < 10 else number_words(low))
-        return number_words(high) + rest
-    if number < 1000:
-        rest = number_words(number % 100) if number % 100 else []
-        return [ones[number // 100], "hundred", *rest]
-    rest = number_words(number % 1000) if number % 1000 else []
-    return [*number_words(number // 1000), "thousand", *rest]
-
-
-def spoken_words(word: str) -> list[str]:
-    """A written token as the words read aloud: numbers and ordinals spelled out, else itself."""
-    match = re.fullmatch(r"(\d{1,4})(st|nd|rd|th)?", word)
-    if not match:
-        return [word]
-    words = number_words(int(match.group(1)))
-    if match.group(2):  # the last word becomes its ordinal
-        last = words[-1]
-        words[-1] = ORDINALS.get(last, last[:-1] + "ieth" if last.endswith("y") else last + "th")
-    return words
 
 
 @dataclass
@@ -132,16 +97,15 @@ class PhoneAligner:
     def words(self, text: str) -> list[str]:
         """The transcript's words the aligner can say; the others are left out (and remembered)."""
         found = []
-        for token in normalize_text(text).split():
-            for word in spoken_words(token):
-                phones = self.pronounce(word)
-                if phones is None:
-                    self.unpronounced.add(word)
-                    continue
-                if word not in self.dictionary:
-                    self.decoder.add_word(word, " ".join(phones), True)
-                    self.dictionary[word] = phones
-                found.append(word)
+        for word in normalize_text(text).split():  # numbers already spelt as read
+            phones = self.pronounce(word)
+            if phones is None:
+                self.unpronounced.add(word)
+                continue
+            if word not in self.dictionary:
+                self.decoder.add_word(word, " ".join(phones), True)
+                self.dictionary[word] = phones
+            found.append(word)
         return found
 
     def __call__(self, wave: np.ndarray, text: str) -> list[Phone]:

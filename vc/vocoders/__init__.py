@@ -50,12 +50,23 @@ class Vocoder:
     name: str  # vocoder.kind's value, `--vocoder`'s choice
     title: str  # its name in score rows, reports and the serving page
     build: Callable[..., torch.nn.Module]  # (audio, vocoder settings, mel -> linear network or None, device)
+    # The settings it reads, from the vocoder section (what tells two builds apart: the Converter keeps
+    # one vocoder per value, so Griffin-Lim's iterations never build a second HiFi-GAN).
+    reads: Callable[[VocoderConfig], object]
 
 
 # The first is the built-in one: no weights, the default of vocoder.kind, the training monitor's.
 VOCODERS: dict[str, Vocoder] = {
     v.name: v
-    for v in (Vocoder("griffin-lim", "Griffin-Lim", _griffin_lim), Vocoder("hifigan", "HiFi-GAN", _hifigan))
+    for v in (
+        Vocoder(
+            "griffin-lim",
+            "Griffin-Lim",
+            _griffin_lim,
+            lambda settings: (settings.griffin_lim_iters, settings.momentum, settings.magnitude_power),
+        ),
+        Vocoder("hifigan", "HiFi-GAN", _hifigan, lambda settings: settings.hifigan),
+    )
 }
 
 

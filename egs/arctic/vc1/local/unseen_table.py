@@ -5,10 +5,12 @@
                           restricted to the same utterances; prints the table and writes
                           EXP/unseen_scores.txt
 
-Columns: the recognizer's WER on the input itself (how intelligible the voice
-was before conversion), then the converted speech's headline columns of the metric
-registry (vc/evaluation/registry.py: MCD, F0 RMSE, WER, CER, similarity to the
-target's centroid, predicted MOS) and the utterance count.
+Columns: Whisper's WER on the input itself (how intelligible the voice was
+before conversion; pocketsphinx's in scorings made before Whisper), then the
+converted speech's headline columns of the metric registry
+(vc/evaluation/registry.py: MCD, F0 RMSE, DDUR, Whisper's WER and CER,
+pocketsphinx's WER, similarity to the target's centroid, predicted MOS) and the
+utterance count.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ def model_row(scores: dict) -> dict:
 def voice_row(scores: dict, utts: set[str]) -> dict:
     row = subset(model_row(scores), utts)
     if INPUT_ROW in scores["rows"]:
-        row["input_wer"] = subset(scores["rows"][INPUT_ROW], utts)["wer"]
+        heard = subset(scores["rows"][INPUT_ROW], utts)
+        row["input_wer"] = heard.get("whisper_wer", heard.get("wer"))
     return row
 
 
