@@ -36,6 +36,7 @@ class Sizes:
     gl_utterances: int
     gl_repeats: int
     train_steps: int  # timed steps per DDP rank; one process runs twice as many
+    score_utterances: int  # natural target files each metric family scores (section scoring)
 
 
 QUICK = Sizes(
@@ -43,12 +44,14 @@ QUICK = Sizes(
     gl_utterances=8,
     gl_repeats=3,
     train_steps=4,
+    score_utterances=20,
 )
 FULL = Sizes(
     convert_utterances=100,
     gl_utterances=16,
     gl_repeats=3,
     train_steps=12,
+    score_utterances=100,
 )
 
 

@@ -399,6 +399,32 @@ def _mb(value) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
+def scoring_lines(scoring: dict, load: dict) -> list[str]:
+    rows = [
+        [name, f"{f['files']}", f"{f['seconds']:.1f}", f"{f['per_file_s']:.3f}", f"{f['main_job_s'] / 60:.1f}",
+         ", ".join(f"{k} {v:.2f}" for k, v in f["scores"].items())]
+        for name, f in scoring["families"].items()
+    ]  # fmt: skip
+    lines = [
+        "",
+        f"8. Scoring: each metric family alone, the natural target's eval files, {scoring['workers']} workers, "
+        f"cache cold {busy(load)}",
+        *table(
+            [
+                "family",
+                "files",
+                "wall [s]",
+                "s/file",
+                f"main job [min] ({scoring['main_job_files']} files)",
+                "scores",
+            ],
+            rows,
+            left=1,
+        ),  # fmt: skip
+    ]
+    return lines + [f"   not measured: {why}" for why in scoring["missing"]]
+
+
 def render(results: dict) -> str:
     lines = header_lines(results)
     writers = {
@@ -408,6 +434,7 @@ def render(results: dict) -> str:
         "cold_start": cold_start_lines,
         "serve": serve_lines,
         "vocoder": vocoder_lines,
+        "scoring": scoring_lines,
     }
     for name, write in writers.items():
         if name in results:

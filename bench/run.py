@@ -32,6 +32,8 @@ when that background load is about 0 %.
    its default precision, bfloat16 on a CPU with the hardware, and in float32), at
    batch 1 and 8 on 1 and 2 threads, each in a fresh process with its peak memory, and each one's cold
    start (bench/vocoder_rtf.py; --checkpoint's model, else the bundled one).
+7. Scoring: `vc score`'s cost per metric family with the cache cold, on the natural target's first eval
+   files in 2 workers, and what each adds to the main job's stage 6 (bench/score_time.py; the eval extra).
 
 Goals (printed met / NOT MET): convert RTF <= 0.05 on 2 cores; Griffin-Lim >= 3x faster than
 librosa at equal or better spectral convergence; cold start < 3 s. A missed goal gets a
@@ -63,7 +65,7 @@ from benchlib import (
     resolve_checkpoint,
 )
 
-SECTIONS = ("convert", "griffinlim", "training", "cold_start", "serve", "vocoder")
+SECTIONS = ("convert", "griffinlim", "training", "cold_start", "serve", "vocoder", "scoring")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -112,6 +114,7 @@ def measure(setup: Setup, sections: list[str]) -> dict:
     """Run the chosen sections, each in its own process(es), noting other processes' CPU use."""
     from cold_start import measure_cold_start
     from griffinlim_speed import measure_griffinlim
+    from score_time import measure_scoring
     from serve_load import measure_serve
     from train_throughput import measure_training
     from vocoder_rtf import measure_vocoders
@@ -123,6 +126,7 @@ def measure(setup: Setup, sections: list[str]) -> dict:
         "cold_start": measure_cold_start,
         "serve": measure_serve,
         "vocoder": lambda s: measure_vocoders(s, in_fresh_process),
+        "scoring": lambda s: in_fresh_process(measure_scoring, s),
     }
     results, background = {}, {}
     for name in SECTIONS:

@@ -418,3 +418,25 @@ def test_one_worker_scores_in_this_process_on_one_thread_and_gives_the_threads_b
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_score_families_scores_every_row_with_those_families_only(tmp_path, capsys):
+    """vc score --families NAME: each row gets only those families (no MCD, no centroids embedded), and
+    a misspelt name is one line."""
+    needs("pocketsphinx")
+    utts = ["arctic_a0001"]
+    converted = _copy_utts(tmp_path, "converted", "slt", utts)
+    reference = _copy_utts(tmp_path, "reference", "slt", utts)
+    scores = tmp_path / "scores.json"
+    common = ["score", "--no-progress", "--workers", "1", "--no-ceiling", "--converted", str(converted)]
+    common += ["--reference", str(reference), "--source", str(converted)]
+    common += ["--text", str(arctic_file("slt", utts[0]).parents[1] / "etc" / "txt.done.data")]
+    assert main([*common, "--families", "pocketsphinx", "--json", str(scores)]) == 0
+    rows = json.loads(scores.read_text())["rows"]
+    assert set(rows) == {"model", "no conversion (source)", "natural target"}
+    for row in rows.values():
+        assert "wer" in row and not {"mcd", "whisper_wer", "sim_target", "mos_ovrl"} & set(row)
+    assert "MCD" not in capsys.readouterr().out
+    assert main([*common, "--families", "pocketsfinx"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no metric family 'pocketsfinx'" in err

@@ -45,6 +45,13 @@ def add_parser(commands) -> None:
         help=f"a ceiling row through each vocoder: {', '.join(VOCODERS)}",
     )
     sub.add_argument(
+        "--families",
+        type=family_list,
+        metavar="NAME[,NAME]",
+        help="score every row with these metric families only (distances, whisper, pocketsphinx, "
+        "similarity, naturalness; default all), e.g. whisper for Whisper's WER/CER alone",
+    )
+    sub.add_argument(
         "--source-families",
         type=family_list,
         metavar="NAME[,NAME]",
@@ -106,7 +113,7 @@ def vocoder_list(text: str) -> list[str]:
 
 
 def family_list(text: str) -> tuple[str, ...]:
-    """ "intelligibility,similarity" -> the names (scoring's System checks them against the metric
+    """ "whisper,similarity" -> the names (scoring's System checks them against the metric
     registry, which the parser does not import)."""
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     if not names:
@@ -124,7 +131,8 @@ def run(args) -> None:
     from vc.fileio import atomic_write_text, refuse_overwrite
 
     refuse_overwrite([path for path in (args.out, args.json) if path], args.overwrite)
-    require_analysis_libraries()  # MCD and F0: a missing pyworld fails now, not after the ceiling's work
+    if args.families is None or "distances" in args.families:
+        require_analysis_libraries()  # MCD and F0: a missing pyworld fails now, not after the ceiling's work
     result = score_against_references(
         args.converted,
         args.reference,
@@ -136,6 +144,7 @@ def run(args) -> None:
         ceiling=not args.no_ceiling,
         vocoders=args.vocoders,
         pseudo_inverse=args.pseudo_inverse_ceiling,
+        families=args.families,
         source_families=args.source_families,
         ceiling_dir=args.ceiling_dir,
         natural=not args.no_natural,

@@ -85,6 +85,7 @@ def score_against_references(
     ceiling: bool = True,
     vocoders: Iterable[str] | None = None,
     pseudo_inverse: bool = False,
+    families: tuple[str, ...] | None = None,
     source_families: tuple[str, ...] | None = None,
     ceiling_dir: str | Path | None = None,
     natural: bool = True,
@@ -100,8 +101,8 @@ def score_against_references(
     (a classical peer, another model) scored exactly as ``converted``, listed right after it.
     The result's "model_row" says which row is the model (the listening report reads it).
     ``vocoders``: a ceiling row through each (with ``ceiling``); ``pseudo_inverse``: Griffin-Lim's
-    ceiling through the pseudo-inverse too (ceiling_vocoders). ``source_families``: the metric families
-    the no-conversion row gets (None: all). ``cache_dir``: the score cache
+    ceiling through the pseudo-inverse too (ceiling_vocoders). ``families``: the metric families every
+    row gets (None: all); ``source_families``: those the no-conversion row gets (None: ``families``). ``cache_dir``: the score cache
     (score_systems).
     """
     config = load_config(config_path, stored=True) if config_path else Config()
@@ -112,13 +113,13 @@ def score_against_references(
     utts = sorted(files_by_utterance(Path(converted), "converted"))
     if not utts:
         raise DataError(f"no {'/'.join(AUDIO_FORMATS)} files in {converted}")
-    systems = [System(name, Path(converted))]
-    systems += [System(row, Path(folder)) for row, folder in extra_systems]
+    systems = [System(name, Path(converted), families=families)]
+    systems += [System(row, Path(folder), families=families) for row, folder in extra_systems]
     _check_row_names([system.name for system in systems])
     for system in systems[1:]:  # a wrong folder fails now, not after the ceiling's resynthesis
         files_by_utterance(system.folder, system.name)
     if source:
-        systems.append(System(SOURCE, Path(source), families=source_families))
+        systems.append(System(SOURCE, Path(source), families=source_families or families))
     with contextlib.ExitStack() as stack:
         if ceiling:
             for row, vocoder in ceiling_vocoders(config, checkpoint, vocoders, pseudo_inverse).items():
@@ -130,15 +131,16 @@ def score_against_references(
                         reference, utts, config, progress, out_dir=out_dir, vocoder=vocoder, title=row
                     )
                 )
-                systems.append(System(row, folder))
+                systems.append(System(row, folder, families=families))
         if natural:
-            systems.append(System(NATURAL, Path(reference), distances=False))
+            systems.append(System(NATURAL, Path(reference), distances=False, families=families))
         result = score_systems(
             systems,
             reference,
             sample_rate=config.audio.sample_rate,
             transcripts=transcripts,
             speakers=_speaker_files(train_list),
+            families=None if families is None else set(families) | set(source_families or ()),
             workers=workers,
             progress=progress,
             cache_dir=Path(cache_dir) if cache_dir else None,
