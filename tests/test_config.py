@@ -79,8 +79,9 @@ def test_each_kind_reads_its_own_section():
     assert type(load_config("default").model).__name__ == "AttentionConfig"
     student = load_config("student").model
     assert type(student).__name__ == "NonAutoregressiveConfig" and not hasattr(student, "attention_dim")
-    framewise = load_config("framewise").model
-    assert not hasattr(framewise, "duration_predictor_layers") and framewise.parallel_decoder_layers == 6
+    recognition_synthesis = load_config("recognition_synthesis").model
+    assert not hasattr(recognition_synthesis, "duration_predictor_layers")
+    assert recognition_synthesis.parallel_decoder_layers == 6
 
 
 def test_a_setting_of_another_kind_is_named_as_such():
@@ -92,7 +93,7 @@ def test_a_setting_of_another_kind_is_named_as_such():
     with pytest.raises(
         ConfigError, match="model.duration_predictor_layers is a setting of model.kind nonauto"
     ):
-        load_config("framewise", ["model.duration_predictor_layers=1"])
+        load_config("recognition_synthesis", ["model.duration_predictor_layers=1"])
     with pytest.raises(ConfigError, match="unknown config key 'model.attention_dimm'"):
         load_config("default", ["model.attention_dimm=1"])
 
@@ -109,18 +110,18 @@ def test_a_stored_config_from_before_the_sections_loads_without_the_other_kinds_
 
 
 def test_a_new_kind_by_override_keeps_the_shared_settings_and_takes_its_own_defaults():
-    config = load_config("default", ["model.encoder_hidden_dim=32", "model.kind=framewise"])
-    assert type(config.model).__name__ == "FrameWiseConfig"
+    config = load_config("default", ["model.encoder_hidden_dim=32", "model.kind=nonautoregressive"])
+    assert type(config.model).__name__ == "NonAutoregressiveConfig"
     assert config.model.encoder_hidden_dim == 32 and config.model.parallel_decoder_layers == 6
     config = config.with_overrides(["model.parallel_decoder_layers=2"])
     assert config.model.parallel_decoder_layers == 2
     assert Config.from_dict(config.to_dict()) == config  # the YAML round trip keeps the kind's class
     with pytest.raises(
-        ConfigError, match="model.kind must be one of attention, nonautoregressive, framewise"
+        ConfigError, match="model.kind must be one of attention, nonautoregressive, recognition_synthesis"
     ):
         load_config("default", ["model.kind=gan"])
     with pytest.raises(ConfigError, match="model.parallel_decoder_kernel must be odd"):
-        load_config("framewise", ["model.parallel_decoder_kernel=4"])
+        load_config("student", ["model.parallel_decoder_kernel=4"])
 
 
 def test_kind_only_training_settings_from_the_train_section_are_read_into_the_kinds():

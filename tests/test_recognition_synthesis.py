@@ -117,7 +117,7 @@ def test_it_reads_the_content_of_what_augmentation_made_of_the_target_and_predic
     plain, augmented = loss(), loss(heard=heard)
     assert seen[0] is tgt and seen[1] is heard
     assert torch.equal(loss(heard=tgt).total, plain.total) and not torch.equal(augmented.total, plain.total)
-    assert kind.augments == "target" and get_kind("framewise").augments == "source"
+    assert kind.augments == "target" and get_kind("nonautoregressive").augments == "source"
 
 
 def test_training_windows_are_one_slice_of_each_utterance():
@@ -272,7 +272,7 @@ def test_it_needs_phones_and_a_known_content(trained, tmp_path):
     attention = config.with_overrides(["model.decoder=attention", "train.crop_frames=64"])
     with pytest.raises(ConfigError, match="crop_frames needs model.decoder parallel"):
         model_loop(attention, tmp_path / "e", progress=False)
-    student = config.with_overrides(["model.kind=framewise", "train.crop_frames=64"])
+    student = config.with_overrides(["model.kind=nonautoregressive", "train.crop_frames=64"])
     with pytest.raises(ConfigError, match="crop_frames needs input and output on one timeline"):
         model_loop(student, tmp_path / "f", progress=False)
 

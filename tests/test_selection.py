@@ -135,7 +135,9 @@ def test_only_the_attention_model_trains_until_it_converts(tmp_path):
     from vc.training.trainer import model_loop
 
     with pytest.raises(ConfigError, match="model.until_converts"):  # not a setting of its section
-        tiny_training_config(tmp_path).with_overrides(["model.kind=framewise", "model.until_converts=true"])
+        tiny_training_config(tmp_path).with_overrides(
+            ["model.kind=nonautoregressive", "model.until_converts=true"]
+        )
     # the recognition-synthesis converter's section builds on the attention model's, not its training
     config = tiny_training_config(tmp_path).with_overrides(
         ["model.kind=recognition_synthesis", "model.until_converts=true"]

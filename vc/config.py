@@ -52,7 +52,8 @@ class ModelConfig:
     model.kind, so a key of another kind is an error, not silently ignored.
     """
 
-    # Which network: "attention" (vc/kinds/attention.py), "nonautoregressive", "framewise" (vc/kinds/).
+    # Which network: "attention" (vc/kinds/attention.py), "nonautoregressive", "recognition_synthesis"
+    # (vc/kinds/).
     kind: str = "attention"
     # The number of mel bands comes from audio.n_mels.
     # Encoder: frame stacking, prenet, convolutions, bidirectional LSTM.
@@ -227,7 +228,7 @@ class DataConfig:
     # the input statistics and the warp codebook (vc/audio/voice_warp.py) come from its sources.
     # Empty: from the training list.
     stats_list: str = ""
-    # The converters timed by durations (nonautoregressive, framewise): the file `vc durations` wrote
+    # The converter timed by durations (nonautoregressive): the file `vc durations` wrote
     # (every train and dev utterance).
     durations: str = ""
     # The phone alignments `vc durations --phones` wrote beside its durations (every train and dev

@@ -162,7 +162,6 @@ if [ "$student_conf" = none ]; then student_exp=""; model=$teacher; else student
 student_kind=$([ "$student_conf" = none ] || awk '$1 == "kind:" { print $2; exit }' "$student_conf")
 case "$student_kind" in
     recognition_synthesis) student_name="recognition-synthesis converter" ;;
-    framewise) student_name="frame-wise converter" ;;
     *) student_name="non-autoregressive converter" ;;
 esac
 model_dir=$(dirname "$model")

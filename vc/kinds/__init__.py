@@ -15,12 +15,11 @@ from vc.config import ModelConfig
 from vc.errors import ConfigError
 from vc.kinds.attention import ATTENTION
 from vc.kinds.base import DevViews, ModelKind
-from vc.kinds.framewise import FRAMEWISE
 from vc.kinds.nonautoregressive import NONAUTOREGRESSIVE
 from vc.kinds.recognition_synthesis import RECOGNITION_SYNTHESIS
 
 KINDS: dict[str, ModelKind] = {
-    kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE, FRAMEWISE, RECOGNITION_SYNTHESIS)
+    kind.name: kind for kind in (ATTENTION, NONAUTOREGRESSIVE, RECOGNITION_SYNTHESIS)
 }
 
 

@@ -1,5 +1,5 @@
 """Training losses: masked spectral L1 + L2, stop-token BCE, guided attention; the non-autoregressive
-converter's spectral and duration losses; the frame-wise converter's spectral loss. Each model kind (vc/kinds/) runs its forward and picks its terms."""
+converter's spectral and duration losses. Each model kind (vc/kinds/) runs its forward and picks its terms."""
 
 from __future__ import annotations
 

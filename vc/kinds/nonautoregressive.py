@@ -24,8 +24,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ParallelDecoderConfig(ModelConfig):
-    """The settings of the converters that decode all frames at once (this kind, vc/kinds/framewise.py):
-    residual conv blocks over the output frames (FastSpeech, Ren et al. 2019)."""
+    """The settings of the converters that decode all frames at once (this kind, the recognition-synthesis
+    converter's parallel synthesizer): residual conv blocks over the output frames (FastSpeech, Ren et al.
+    2019)."""
 
     parallel_decoder_layers: int = 6
     parallel_decoder_channels: int = 256

@@ -30,8 +30,8 @@ from vc.model.recognition_synthesis import CONTENTS, DECODERS, RecognitionSynthe
 @dataclass
 class RecognitionSynthesisConfig(ParallelDecoderConfig, AttentionConfig):
     """The model section of kind recognition_synthesis: which content features the synthesizer reads,
-    and which decoder makes the frames: the frame-wise converter's parallel one (its parallel_decoder_*
-    settings) or the attention model's (its attention_* and decoder_* settings, reduction_factor)."""
+    and which decoder makes the frames: the parallel synthesizer's (vc/model/parallel_synthesizer.py; its
+    parallel_decoder_* settings) or the attention model's (its attention_* and decoder_* settings, reduction_factor)."""
 
     kind: str = "recognition_synthesis"
     content: str = "hidden"  # hidden (the recognizer's last layer: the main job's, docs/ablation.md, "The

@@ -8,8 +8,8 @@ own recordings (phonetic-posteriorgram conversion: Sun et al., ICME 2016).
            what stays constant over an utterance, much of it the speaker)
         + pitch features per frame (vc/audio/pitch.py: log-F0 as a z-score, voicing): in training the
           target's in her own range, at conversion the input's in its utterance's range
-        -> the synthesizer (model.decoder): the frame-wise converter's layers (encoder, parallel
-           decoder, postnet; vc/model/framewise.py), one output frame per input frame; or the attention
+        -> the synthesizer (model.decoder): the parallel synthesizer (encoder, parallel decoder,
+           postnet; vc/model/parallel_synthesizer.py), one output frame per input frame; or the attention
            model's (encoder, location-aware attention, autoregressive decoder with a stop token, postnet;
            vc/model/seq2seq.py), which may re-time
         -> the target's log-mels
@@ -28,7 +28,7 @@ from torch import nn
 from vc.audio.pitch import FEATURES as PITCH_FEATURES
 from vc.config import InferenceConfig, ModelConfig
 from vc.masks import make_pad_mask, take_frames
-from vc.model.framewise import FrameWiseVC
+from vc.model.parallel_synthesizer import ParallelSynthesizer
 from vc.model.phone_classifier import PHONES, PhoneClassifier
 from vc.model.seq2seq import Seq2SeqVC
 
@@ -59,7 +59,7 @@ class RecognitionSynthesisVC(nn.Module):
         self.config = config
         self.recognizer = PhoneClassifier(n_mels, len(PHONES)).requires_grad_(False)
         width = len(PHONES) if config.content == "posteriors" else self.recognizer.out.in_features
-        synthesizer = Seq2SeqVC if config.decoder == "attention" else FrameWiseVC
+        synthesizer = Seq2SeqVC if config.decoder == "attention" else ParallelSynthesizer
         self.synthesizer = synthesizer(n_mels, config, n_in=width + PITCH_FEATURES)
 
     def load_recognizer(self, classifier: PhoneClassifier) -> None:
@@ -101,7 +101,7 @@ class RecognitionSynthesisVC(nn.Module):
         content=None,
     ):
         """The input resynthesised (training, teacher forcing): its own frames are the target (the
-        attention decoder reads them teacher-forced). FrameWiseOutput or Seq2SeqOutput. ``window`` (B, W)
+        attention decoder reads them teacher-forced). ParallelOutput or Seq2SeqOutput. ``window`` (B, W)
         frame indices (vc.masks.random_windows; the parallel decoder): the content is read over the whole
         input, then only each row's window is synthesised. ``heard`` (B, T, n_mels): the frames whose
         content is read, where not ``mels`` themselves (augmented in training: vc/training/augment.py);
@@ -118,6 +118,6 @@ class RecognitionSynthesisVC(nn.Module):
 
     @torch.no_grad()
     def inference(self, mels, lens, config: InferenceConfig | None = None, pitch=None):
-        """Conversion (inference.speed as the frame-wise converter's; the attention decoder's options as
+        """Conversion (inference.speed as the parallel synthesizer's; the attention decoder's options as
         the attention model's); ``pitch``: the input's pitch features (vc/audio/pitch.py), (B, T, 2)."""
         return self.synthesizer.inference(self.inputs(mels, lens, pitch), lens, config)

@@ -12,8 +12,8 @@ recognizer of the recognition-synthesis converter (vc/kinds/recognition_synthesi
 per run. It is saved as EXP/phone_classifier.pt and reused on --resume. It is our own acoustic model
 (not the WER scorer's); the labels come from pocketsphinx's aligner.
 
-The output's labels: a kind on the target's timing (nonautoregressive) takes the target's phones, one
-on the source's timing (framewise) the source's (ModelKind.phonetic_labels).
+The output's labels: the kinds with a phonetic loss (nonautoregressive, recognition_synthesis) make
+frames at the target's timing and take the target's phones (ModelKind.phonetic_labels).
 """
 
 from __future__ import annotations

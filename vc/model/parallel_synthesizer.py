@@ -1,18 +1,13 @@
-"""The frame-wise converter: one output frame per source frame, so no timing is guessed.
+"""The parallel synthesizer: one output frame per input frame, so no timing is guessed.
 
-    source mels -> encoder -> h_1..h_N (N = ceil(T_src / f), f = encoder_reduction_factor)
-        -> each h_j back to its f source frames -> parallel decoder (residual conv blocks)
-        -> postnet -> log-mels on the source's timeline
+    input frames -> encoder -> h_1..h_N (N = ceil(T / f), f = encoder_reduction_factor)
+        -> each h_j back to its f input frames -> parallel decoder (residual conv blocks)
+        -> postnet -> log-mels on the input's timeline
 
-It learns from the target warped onto the source's timeline (vc/kinds/framewise.py), the way frame-wise
-DBLSTM converters beat joint-density GMMs (Sun et al., ICASSP 2015) and the GMM itself converts: frame by
-frame, keeping the source's timing. Parallel ARCTIC pairs speak at nearly the same rate (the DTW
-durations of bdl -> slt give 1.02 target frames per source frame), so the source's timing costs no words
-(docs/ablation.md, "Where the student's words go", source-timing row). ``inference.speed`` changes the
-rate after the network.
-
-The layers after the encoder are the non-autoregressive converter's (vc.model.nonautoregressive), at
-durations of f frames per step.
+The recognition-synthesis converter's synthesizer with ``model.decoder: parallel`` (the default and the
+main job's; vc/model/recognition_synthesis.py), reading content and pitch features. The layers after the
+encoder are the non-autoregressive converter's (vc.model.nonautoregressive), at durations of f frames
+per step. ``inference.speed`` changes the rate after the network.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ from vc.model.encoder import Encoder
 from vc.model.nonautoregressive import add_frame_decoder, decode_frames
 
 
-class FrameWiseOutput(NamedTuple):
+class ParallelOutput(NamedTuple):
     before: torch.Tensor  # (B, T, n_mels) decoder mels
     after: torch.Tensor  # (B, T, n_mels) after the postnet
     alignments: torch.Tensor  # (B, T, N) one-hot: the encoder step each output frame reads
@@ -37,7 +32,7 @@ class FrameWiseOutput(NamedTuple):
 
 
 def source_durations(src_lens: torch.Tensor, steps: int, factor: int) -> torch.Tensor:
-    """(B,) source frames -> (B, steps) source frames per encoder step: ``factor`` each, fewer in the
+    """(B,) input frames -> (B, steps) input frames per encoder step: ``factor`` each, fewer in the
     last step of an odd length, 0 past it; each row sums to its length."""
     start = torch.arange(steps, device=src_lens.device) * factor
     return (src_lens[:, None] - start[None, :]).clamp(min=0, max=factor)
@@ -60,12 +55,12 @@ def resample_frames(
     return out * keep[:, :, None], new_lens
 
 
-class FrameWiseVC(nn.Module):
-    """Encoder, the encoder states back at the source frames, parallel conv decoder, postnet.
+class ParallelSynthesizer(nn.Module):
+    """Encoder, the encoder states back at the input frames, parallel conv decoder, postnet.
 
-    Shapes: src (B, T_src, n_in), src_lens (B,) -> mels (B, T_src, n_mels) at the source's timing;
-    ``n_in``: the input's features per frame, n_mels by default (the recognition-synthesis converter
-    feeds it content features, vc/model/recognition_synthesis.py).
+    Shapes: src (B, T_src, n_in), src_lens (B,) -> mels (B, T_src, n_mels) at the input's timing;
+    ``n_in``: the input's features per frame (the recognition-synthesis converter's content and pitch
+    features, vc/model/recognition_synthesis.py), n_mels by default.
     """
 
     def __init__(self, n_mels: int, config: ModelConfig, n_in: int | None = None):
@@ -74,18 +69,18 @@ class FrameWiseVC(nn.Module):
         self.encoder = Encoder.from_config(n_in or n_mels, config)
         add_frame_decoder(self, n_mels, self.encoder.output_dim, config)
 
-    def forward(self, src: torch.Tensor, src_lens: torch.Tensor) -> FrameWiseOutput:
-        """Training and teacher forcing: one output frame per source frame."""
+    def forward(self, src: torch.Tensor, src_lens: torch.Tensor) -> ParallelOutput:
+        """Training and teacher forcing: one output frame per input frame."""
         with record_function("encoder"):  # stage labels for torch.profiler (bench/convert_rtf.py)
             memory, enc_lens = self.encoder(src, src_lens)
         factor = self.config.encoder_reduction_factor
         durations = source_durations(src_lens.to(memory.device), memory.shape[1], factor)
         before, after, alignments, lens = decode_frames(self, memory, durations)
-        return FrameWiseOutput(before, after, alignments, lens, enc_lens)
+        return ParallelOutput(before, after, alignments, lens, enc_lens)
 
     @torch.no_grad()
-    def inference(self, src, src_lens, config: InferenceConfig | None = None) -> FrameWiseOutput:
-        """Conversion on the source's timeline; inference.speed > 1 speaks faster (fewer frames)."""
+    def inference(self, src, src_lens, config: InferenceConfig | None = None) -> ParallelOutput:
+        """Conversion on the input's timeline; inference.speed > 1 speaks faster (fewer frames)."""
         config = config or InferenceConfig()
         out = self(src, src_lens)
         if config.speed == 1.0:
@@ -93,4 +88,4 @@ class FrameWiseVC(nn.Module):
         before, _ = resample_frames(out.before, out.lens, config.speed)
         after, lens = resample_frames(out.after, out.lens, config.speed)
         alignments, _ = resample_frames(out.alignments, out.lens, config.speed)
-        return FrameWiseOutput(before, after, alignments, lens, out.enc_lens)
+        return ParallelOutput(before, after, alignments, lens, out.enc_lens)
