@@ -34,9 +34,8 @@ class RecognitionSynthesisConfig(ParallelDecoderConfig, AttentionConfig):
     parallel_decoder_* settings) or the attention model's (its attention_* and decoder_* settings, reduction_factor)."""
 
     kind: str = "recognition_synthesis"
-    content: str = "hidden"  # hidden (the recognizer's last layer: the main job's, docs/ablation.md, "The
-    # recognition-synthesis converter becomes the model"), posteriors (phone posteriors) or hidden_norm (the
-    # hidden layer, each channel standardised over the utterance)
+    content: str = "hidden"  # the recognizer's last hidden layer, the one value (docs/ablation.md, "The
+    # recognition-synthesis converter becomes the model")
     decoder: str = "parallel"  # parallel (one frame per input frame) or attention (Tacotron's; re-times)
 
 

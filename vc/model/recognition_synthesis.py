@@ -3,9 +3,7 @@ own recordings (phonetic-posteriorgram conversion: Sun et al., ICME 2016).
 
     log-mels of any speaker (normalised by that speaker's statistics)
         -> phone recognizer (vc/model/phone_classifier.py: trained on both speakers' frames, frozen)
-        -> content features per frame: phone posteriors, the recognizer's last hidden layer, or that
-           layer with each channel standardised over the utterance (model.content: hidden_norm takes out
-           what stays constant over an utterance, much of it the speaker)
+        -> content features per frame: the recognizer's last hidden layer (model.content: hidden)
         + pitch features per frame (vc/audio/pitch.py: log-F0 as a z-score, voicing): in training the
           target's in her own range, at conversion the input's in its utterance's range
         -> the synthesizer (model.decoder): the parallel synthesizer (encoder, parallel decoder,
@@ -32,17 +30,8 @@ from vc.model.parallel_synthesizer import ParallelSynthesizer
 from vc.model.phone_classifier import PHONES, PhoneClassifier
 from vc.model.seq2seq import Seq2SeqVC
 
-CONTENTS = ("posteriors", "hidden", "hidden_norm")
+CONTENTS = ("hidden",)
 DECODERS = ("parallel", "attention")
-
-
-def standardise_over_time(x: torch.Tensor, keep: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """(B, T, C) features, (B, T, 1) 1 on true frames -> each item's channels at mean 0 and standard
-    deviation 1 over its true frames; the padding stays zero."""
-    frames = keep.sum(1, keepdim=True).clamp(min=1)
-    mean = (x * keep).sum(1, keepdim=True) / frames
-    var = ((x - mean).square() * keep).sum(1, keepdim=True) / frames
-    return (x - mean) * torch.rsqrt(var + eps) * keep
 
 
 class RecognitionSynthesisVC(nn.Module):
@@ -58,7 +47,7 @@ class RecognitionSynthesisVC(nn.Module):
         super().__init__()
         self.config = config
         self.recognizer = PhoneClassifier(n_mels, len(PHONES)).requires_grad_(False)
-        width = len(PHONES) if config.content == "posteriors" else self.recognizer.out.in_features
+        width = self.recognizer.out.in_features
         synthesizer = Seq2SeqVC if config.decoder == "attention" else ParallelSynthesizer
         self.synthesizer = synthesizer(n_mels, config, n_in=width + PITCH_FEATURES)
 
@@ -76,12 +65,7 @@ class RecognitionSynthesisVC(nn.Module):
         """(B, T, n_mels), (B,) -> (B, T, width) content features; the padding reads as zeros, so an
         item's features are the same alone or in a batch."""
         keep = (~make_pad_mask(lens, mels.shape[1])).unsqueeze(-1).to(mels.dtype)
-        hidden = self.recognizer.hidden(mels, keep)
-        if self.config.content == "posteriors":
-            return self.recognizer.out(hidden).float().softmax(-1).to(mels.dtype)
-        if self.config.content == "hidden_norm":
-            return standardise_over_time(hidden, keep)
-        return hidden
+        return self.recognizer.hidden(mels, keep)
 
     def inputs(
         self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, content=None
