@@ -14,8 +14,8 @@ from vc import Converter
 from vc.artifacts.companion import POSTFILTER, network_from_payload
 from vc.artifacts.export import export_model
 from vc.cli import main
-from vc.config import AudioConfig, PostfilterConfig
-from vc.errors import CheckpointError
+from vc.config import AudioConfig, Config, PostfilterConfig
+from vc.errors import CheckpointError, ConfigError
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.training.postfilter import temporal_detail, train_postfilter
 
@@ -189,8 +189,7 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(out) in err and "--overwrite" in err
     argv.append("--overwrite")
-    assert main([*argv, "--max-steps", "2", "--valid-files", "1", "--no-adversarial"]) == 0
-    assert POSTFILTER.read_payload(out)["info"]["adversarial"] is False
+    assert main([*argv, "--max-steps", "2", "--valid-files", "1"]) == 0
     capsys.readouterr()
     unbounded = ["postfilter-train", str(pairs), "--checkpoint", str(path), "--out", str(tmp_path / "x.pt")]
     no_limit = ["--max-minutes", "0", "--set", "postfilter.max_steps=0", "--no-progress"]
@@ -201,20 +200,13 @@ def test_postfilter_train_cli_on_the_model_s_own_pairs(model_checkpoint, tmp_pat
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
-def test_an_l1_only_post_filter_never_builds_a_discriminator(model_checkpoint, tmp_path, monkeypatch):  # noqa: F811
-    """adversarial=False (`--no-adversarial`): L1 to the natural frames at every step, past the warmup too."""
-    import vc.training.postfilter
-
-    path, _ = model_checkpoint
-    pairs = write_pair_list(tmp_path, 3)
-    monkeypatch.setattr(
-        vc.training.postfilter, "MelDiscriminator", lambda *a, **k: pytest.fail("a discriminator was built")
-    )
-    options = PostfilterConfig(
-        max_steps=3, warmup_steps=1, batch_size=2, crop_frames=8, valid_files=1, channels=8, adversarial=False
-    )
-    info = train_postfilter([pairs], path, tmp_path / "l1.pt", options, progress=False)
-    assert info["steps"] == 3 and info["adversarial"] is False and info["valid_l1"] != info["valid_l1_before"]
+def test_a_stored_postfilter_adversarial_true_loads_and_false_is_refused():
+    """postfilter.adversarial left the code (L1 alone, docs/ablation.md): the bundled models' configs and
+    older checkpoints store true, which is what the post-filter still does; false is an error."""
+    stored = Config.from_dict({"postfilter": {"adversarial": True, "channels": 8}}, stored=True)
+    assert stored.postfilter.channels == 8 and not hasattr(stored.postfilter, "adversarial")
+    with pytest.raises(ConfigError, match="postfilter.adversarial was an experiment and has been removed"):
+        Config.from_dict({"postfilter": {"adversarial": False}}, stored=True)
 
 
 def test_an_interrupted_adversarial_training_resumes_to_the_same_generator(

@@ -345,7 +345,6 @@ class PostfilterConfig:
     adversarial_weight: float = 1.0
     feature_matching_weight: float = 2.0
     channels: int = 256
-    adversarial: bool = True  # False: L1 alone at every step, no discriminator
     valid_files: int = 10
     seed: int = 0
 
@@ -468,14 +467,15 @@ def _validate(config: Config) -> None:
 
 
 # Keys of dropped experiments (docs/ablation.md names each and the commit that removed it) -> the value
-# that meant "off". Stored configs (checkpoints from before the removal) load when they hold that value;
-# any other value is an error that names the experiment.
+# that means what the code does now (for most, "off"). Stored configs (checkpoints from before the
+# removal) load when they hold that value; any other value is an error that names the experiment.
 RETIRED = {
     ("train", "attention_entropy_weight"): 0.0,
     ("train", "attention_entropy_from"): None,  # any value: it only mattered with a weight
     ("train", "spectral_loss"): "l1+l2",
     ("train", "init_encoder"): "",
     ("train", "guided_attention_decay"): 1.0,
+    ("postfilter", "adversarial"): True,  # False (L1 alone, --no-adversarial) removed in issue 99
 }
 
 
@@ -539,8 +539,8 @@ def _without_retired(data: dict[str, Any]) -> dict[str, Any]:
         value = values.pop(key)
         if off is not None and value != off:
             raise ConfigError(
-                f"{section}.{key} was an experiment and has been removed (docs/ablation.md); "
-                f"only {off!r}, what it meant off, is still read"
+                f"{section}.{key} was an experiment and has been removed (docs/ablation.md names the "
+                f"commit); only {off!r}, what the code does now, is still read"
             )
     return data
 

@@ -50,13 +50,6 @@ def add_parser(commands) -> None:
         metavar="KEY=VALUE",
         help="any postfilter.* setting, e.g. postfilter.channels=128",
     )
-    sub.add_argument(
-        "--no-adversarial",
-        dest="adversarial",
-        action="store_false",
-        default=None,
-        help="L1 to the natural frames alone, no GAN: lower MCD, fewer words (docs/ablation.md)",
-    )
     add_companion_training_args(sub)
     sub.add_argument("--no-progress", action="store_true")
     sub.set_defaults(func=run)

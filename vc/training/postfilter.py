@@ -7,10 +7,9 @@ re-timed by the model's attention (vc.model.aligned_source), as it will at
 conversion: the source's transitions are sharp where the converted ones are
 blurred. The generator learns L1 toward the natural frames plus a
 least-squares GAN loss and feature matching from a discriminator that tells
-natural from post-filtered patches; the first ``warmup_steps`` are L1 alone,
-and with ``adversarial=False`` (`--no-adversarial`) all of them are: the
-adversarial terms buy words for some MCD (docs/ablation.md, "The post-filter
-reads the source").
+natural from post-filtered patches; the first ``warmup_steps`` are L1 alone:
+the discriminator meets a sensible generator. The adversarial terms buy words
+for some MCD (docs/ablation.md, "The post-filter reads the source").
 
     vc postfilter-train data/bdl_slt/train.tsv --checkpoint EXP/checkpoints/best.pt \
         --out EXP/checkpoints/postfilter.pt
@@ -136,7 +135,7 @@ def train_postfilter(
     info = dict(
         pairs=len(train_items), valid_pairs=valid_count, steps=steps,
         minutes=(time.monotonic() - started) / 60, valid_l1_before=before[0], valid_l1=after[0],
-        detail_before=before[1], detail=after[1], detail_natural=before[2], adversarial=options.adversarial,
+        detail_before=before[1], detail=after[1], detail_natural=before[2],
         options=dataclasses.asdict(options),
     )  # fmt: skip
     POSTFILTER.save(out, generator, audio, info)
@@ -182,12 +181,10 @@ class PostfilterJob(Job):
         self.optimizers = {
             "generator": torch.optim.Adam(generator.parameters(), options.learning_rate, betas=betas)
         }
-        self.discriminator = None
-        if options.adversarial:
-            self.discriminator = MelDiscriminator(generator.hparams["n_mels"]).to(generator.in_mean.device)
-            self.optimizers["discriminator"] = torch.optim.Adam(
-                self.discriminator.parameters(), options.learning_rate, betas=betas
-            )
+        self.discriminator = MelDiscriminator(generator.hparams["n_mels"]).to(generator.in_mean.device)
+        self.optimizers["discriminator"] = torch.optim.Adam(
+            self.discriminator.parameters(), options.learning_rate, betas=betas
+        )
         self.grad_clip = dict.fromkeys(self.optimizers)  # none clipped: only checked
         self.validations: dict[int, tuple[float, float, float]] = {}
 
@@ -219,7 +216,7 @@ class PostfilterJob(Job):
         fake = self.generator(predicted, source=source)
         l1 = (normalise(fake) - normalise(natural)).abs().mean()
         loss = options.l1_weight * l1
-        if self.discriminator is not None and step >= options.warmup_steps:
+        if step >= options.warmup_steps:
             real_score, real_features = self.discriminator(normalise(natural))
             fake_score, _ = self.discriminator(normalise(fake.detach()))
             d_loss = (real_score - 1).square().mean() + fake_score.square().mean()
@@ -246,10 +243,7 @@ class PostfilterJob(Job):
         return l1
 
     def networks(self) -> dict[str, torch.nn.Module]:
-        return {
-            "generator": self.generator,
-            **({"discriminator": self.discriminator} if self.discriminator else {}),
-        }
+        return {"generator": self.generator, "discriminator": self.discriminator}
 
     def payload(self) -> dict:
         return {"crop_rng": self.rng.getstate(), "validation_before": list(self.validations[0])}
