@@ -475,7 +475,7 @@ RETIRED = {
     ("train", "spectral_loss"): "l1+l2",
     ("train", "init_encoder"): "",
     ("train", "guided_attention_decay"): 1.0,
-    ("postfilter", "adversarial"): True,  # False (L1 alone, --no-adversarial) removed in issue 99
+    ("postfilter", "adversarial"): True,  # False (L1 alone, --no-adversarial) removed in e23b1f5
 }
 
 
