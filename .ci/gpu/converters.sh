@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The converters' CUDA paths in one lent-GPU call (docs/ablation_archive.md, "On a GPU, 2026-11-27"): the student
 # with the phonetic loss (its phone classifier trained on the GPU too), fp32 against AMP, STEPS steps each;
-# the frame-wise converter with it under AMP; both checkpoints converting eight eval files on the GPU and on
+# the AMP checkpoint converting eight eval files on the GPU and on
 # the CPU (waveform SNR between them); the GPU conversion test. gpu_carry/ (git-ignored, carried with .whl,
 # the wheels of librosa and soundfile and their needs) holds the data, made here from the recipe's folders:
 #   train.tsv dev.tsv (the first 240 and 40 lines of the recipe's lists), exp/features/ (vc features
@@ -24,8 +24,7 @@ run_train() {  # name config extra...
 }
 run_train student_fp32 egs/arctic/vc1/conf/student.yaml train.amp=false train.phonetic_minutes=${PM:-0.3}
 run_train student_amp egs/arctic/vc1/conf/student.yaml train.amp=true train.phonetic_minutes=${PM:-0.3}
-run_train framewise_amp egs/arctic/vc1/conf/framewise.yaml train.amp=true train.phonetic_minutes=${PM:-0.3}
-for m in student_amp framewise_amp; do
+for m in student_amp; do
   for d in $DEV cpu; do
     t0=$(date +%s%N)
     timeout 120 $PY -m vc.cli convert --checkpoint $W/$m/checkpoints/best.pt --device $d --out-dir $W/conv_${m}_$d --no-progress $G/wav/*.flac > $W/conv_${m}_$d.log 2>&1
@@ -34,7 +33,7 @@ for m in student_amp framewise_amp; do
 done
 $PY - <<PYEOF
 import glob, os, numpy as np, soundfile as sf
-for m in ("student_amp", "framewise_amp"):
+for m in ("student_amp",):
     for a in sorted(glob.glob("$W/conv_%s_$DEV/*.wav" % m)):
         b = a.replace("_$DEV/", "_cpu/")
         if not os.path.exists(b): print("missing", b); continue

