@@ -27,24 +27,18 @@ class WordErrors(Metric):
 
     @staticmethod
     def columns_for(prefix: str, title: str, headline: bool, report_rank: int | None) -> tuple[Column, ...]:
-        return (
+        """WER and CER (in that order), pooled over words and characters; ``report_rank`` is WER's."""
+        return tuple(
             Column(
-                f"{title}WER [%]",
-                f"{prefix}wer",
+                f"{title}{unit}ER [%]",
+                f"{prefix}{unit.lower()}er",
                 "{:.1f}",
                 lower_is_better=True,
                 headline=headline,
-                pooled=(f"{prefix}word_edits", f"{prefix}words"),
-                report_rank=report_rank,
-            ),
-            Column(
-                f"{title}CER [%]",
-                f"{prefix}cer",
-                "{:.1f}",
-                lower_is_better=True,
-                headline=headline,
-                pooled=(f"{prefix}char_edits", f"{prefix}chars"),
-            ),
+                pooled=(f"{prefix}{counted}_edits", f"{prefix}{counted}s"),
+                report_rank=report_rank if unit == "W" else None,
+            )
+            for unit, counted in (("W", "word"), ("C", "char"))
         )
 
     def depends_on(self, job: FileJob) -> dict:
