@@ -63,7 +63,7 @@ VOCODERS: dict[str, Vocoder] = {
             "griffin-lim",
             "Griffin-Lim",
             _griffin_lim,
-            lambda settings: (settings.griffin_lim_iters, settings.momentum, settings.magnitude_power),
+            lambda s: (s.griffin_lim_iters, s.momentum, s.magnitude_power, s.griffin_lim_init),
         ),
         Vocoder("hifigan", "HiFi-GAN", _hifigan, lambda settings: settings.hifigan),
     )

@@ -17,6 +17,7 @@ import torch
 from vc.config import AudioConfig, VocoderConfig
 from vc.errors import ConfigError
 from vc.vocoders.magnitude import Magnitude
+from vc.vocoders.pghi import pghi_start
 
 
 def griffin_lim(
@@ -61,11 +62,11 @@ def griffin_lim(
     utterance than as one batch).
 
     A phase-gradient initial phase (PGHI; Prusa, Balazs, Sondergaard, IEEE/ACM
-    TASLP 2017) helps on true STFT magnitudes but little on magnitudes rebuilt
-    from mels, which are far from consistent; zero phase is no better than
-    random; PGHI's heap-ordered integration is sequential and slower than the
-    iterations themselves, so it is not offered here (docs/ablation.md, "The
-    mel -> linear network").
+    TASLP 2017; vc/vocoders/pghi.py, passed as ``init``) lowers MCD little on
+    magnitudes rebuilt from mels but lifts the predicted MOS (docs/ablation.md,
+    "Griffin-Lim from PGHI's phase"); its heap-ordered integration is sequential
+    and slower than the iterations themselves, so GriffinLimVocoder uses it only
+    where vocoder.griffin_lim_init says pghi; zero phase is no better than random.
 
     Shapes:
         magnitude: (B, n_fft // 2 + 1, frames) or (n_fft // 2 + 1, frames)
@@ -308,7 +309,7 @@ class GriffinLimVocoder(torch.nn.Module):
 
     Mel -> linear magnitude by ``Magnitude`` (the network ``mel2linear`` when given, else the
     filterbank inverse), sharpened by ``vocoder.magnitude_power``, then fast Griffin-Lim (Perraudin
-    et al. 2013) from a random phase. Runs wherever its buffers are; a padded
+    et al. 2013) from a random phase, or from PGHI's (vocoder.griffin_lim_init). Runs wherever its buffers are; a padded
     batch gives each item exactly what it would give alone with the same phase.
 
     Shapes:
@@ -346,6 +347,16 @@ class GriffinLimVocoder(torch.nn.Module):
         if frame_lens is None:
             frame_lens = torch.full((batch,), frames, dtype=torch.long, device=logmel.device)
         magnitude = self.magnitude(logmel, frame_lens, v.magnitude_power)
+        init = "random"
+        if v.griffin_lim_init == "pghi":
+            init = pghi_start(
+                magnitude,
+                frame_lens,
+                hop_length=a.hop_length,
+                n_fft=a.n_fft,
+                win_length=a.win_length,
+                generator=generator,
+            )
         waves = griffin_lim(
             magnitude,
             n_fft=a.n_fft,
@@ -356,6 +367,7 @@ class GriffinLimVocoder(torch.nn.Module):
             momentum=v.momentum,
             length=frames * a.hop_length,
             generator=generator,
+            init=init,
             frame_lens=frame_lens,
         )
         return waves, frame_lens * a.hop_length
