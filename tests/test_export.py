@@ -134,7 +134,7 @@ def test_vc_models_shows_the_scores_on_held_out_voices(capsys):
     out = capsys.readouterr().out
     for voice, scores in default.heldout_scores.items():
         line = next(line for line in out.splitlines() if line.strip().startswith(f"held-out {voice}:"))
-        assert f"WER % {scores['WER %']}" in line and "input WER %" in line
+        assert f"Whisper WER % {scores['Whisper WER %']}" in line and "input Whisper WER %" in line
 
 
 def test_the_bundled_model_centres_a_far_voice_by_default():

@@ -51,8 +51,8 @@ class Vocoder:
     title: str  # its name in score rows, reports and the serving page
     build: Callable[..., torch.nn.Module]  # (audio, vocoder settings, mel -> linear network or None, device)
     # The settings it reads, from the vocoder section (what tells two builds apart: the Converter keeps
-    # one vocoder per value, so Griffin-Lim's iterations never build a second HiFi-GAN).
-    reads: Callable[[VocoderConfig], object]
+    # one vocoder per value, so Griffin-Lim's iterations never build a second HiFi-GAN); none by default.
+    reads: Callable[[VocoderConfig], object] = lambda settings: ()
 
 
 # The first is the built-in one: no weights, the default of vocoder.kind, the training monitor's.

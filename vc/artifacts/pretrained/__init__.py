@@ -29,7 +29,7 @@ class PretrainedModel:
     scores: dict = field(default_factory=dict)  # on its training source's eval utterances
     scored_on: str = ""
     # voice -> scores of the same eval prompts read by a voice it never heard (recipe stage 8),
-    # "input WER %" being the recognizer's WER on that voice's input itself
+    # "input Whisper WER %" being Whisper's WER on that voice's input itself
     heldout_scores: dict = field(default_factory=dict)
     default: bool = False
 
