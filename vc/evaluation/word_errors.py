@@ -21,9 +21,8 @@ class WordErrors(Metric):
     """Word and character error rates of one recogniser. A subclass sets ``name``, ``packages``,
     ``unavailable`` and ``load`` (a callable wave -> text), and builds its columns with ``columns_for``."""
 
-    prefix = (
-        ""  # of every key this family writes: "" (pocketsphinx: the keys of every earlier run), "whisper_"
-    )
+    # Of every key this family writes: "" (pocketsphinx: the keys of every earlier run), "whisper_".
+    prefix = ""
 
     @staticmethod
     def columns_for(prefix: str, title: str, headline: bool, report_rank: int | None) -> tuple[Column, ...]:
