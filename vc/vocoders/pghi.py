@@ -72,23 +72,18 @@ def pghi_phase(
         while heap:
             _, index = heapq.heappop(heap)
             m, n = divmod(index, frames)
-            here = phase[index]
-            if n + 1 < frames and not done[index + 1]:
-                phase[index + 1] = here + 0.5 * (advance[index] + advance[index + 1])
-                done[index + 1] = True
-                heapq.heappush(heap, (-loudness[index + 1], index + 1))
-            if n > 0 and not done[index - 1]:
-                phase[index - 1] = here - 0.5 * (advance[index] + advance[index - 1])
-                done[index - 1] = True
-                heapq.heappush(heap, (-loudness[index - 1], index - 1))
-            if m + 1 < bins and not done[index + frames]:
-                phase[index + frames] = here + 0.5 * (step[index] + step[index + frames])
-                done[index + frames] = True
-                heapq.heappush(heap, (-loudness[index + frames], index + frames))
-            if m > 0 and not done[index - frames]:
-                phase[index - frames] = here - 0.5 * (step[index] + step[index - frames])
-                done[index - frames] = True
-                heapq.heappush(heap, (-loudness[index - frames], index - frames))
+            # The four neighbours: (index, its derivative array, the direction's sign), where they exist.
+            neighbours = (
+                (index + 1, advance, 1.0, n + 1 < frames),
+                (index - 1, advance, -1.0, n > 0),
+                (index + frames, step, 1.0, m + 1 < bins),
+                (index - frames, step, -1.0, m > 0),
+            )
+            for other, slope, sign, inside in neighbours:
+                if inside and not done[other]:
+                    phase[other] = phase[index] + sign * 0.5 * (slope[index] + slope[other])
+                    done[other] = True
+                    heapq.heappush(heap, (-loudness[other], other))
     return np.asarray(phase).reshape(bins, frames)
 
 
