@@ -42,12 +42,14 @@ class Recognizer:
         return hypothesis.hypstr if hypothesis is not None else ""
 
 
+# Its WER stays a headline column after Whisper's (vc compare against earlier scorings), and the report
+# sorts by it where a scoring has no Whisper column; its CER is not a headline.
+WER, CER = WordErrors.columns_for("", "sphinx ", headline=True, report_rank=1)
+
+
 class Pocketsphinx(WordErrors):
     name = "pocketsphinx"
-    # Its WER stays a headline column after Whisper's (vc compare against earlier scorings), and the
-    # report sorts by it where a scoring has no Whisper column.
-    _wer, _cer = WordErrors.columns_for("", "sphinx ", headline=True, report_rank=1)
-    columns = (_wer, replace(_cer, headline=False))
+    columns = (WER, replace(CER, headline=False))
     packages = MODULES
     version = 2  # 2: numbers and titles normalised (vc/evaluation/transcripts.py)
 
