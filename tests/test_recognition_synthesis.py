@@ -200,25 +200,25 @@ def test_its_training_batches_augment_what_it_hears_of_the_target_not_the_source
 
 def test_its_training_batches_carry_the_content_read_once_per_recording(trained, tmp_path):
     """The frozen recognizer's content of each training target, read once when training starts
-    (Batch.content), is what it reads of the batch's utterances each step; with augmentation of what
-    it hears the content changes every step and is read each step (no Batch.content)."""
+    (Batch.tgt_content), is what it reads of the batch's utterances each step; with augmentation of
+    what it hears the content changes every step and is read each step (no Batch.tgt_content)."""
     config, _ = trained
     job = ModelJob(config, tmp_path / "exp", progress=False)
     job.start(None)
     batch = job.prepare(next(iter(job._loader(0))))
     live = job.model.content(batch.tgt, batch.tgt_lens)
-    assert batch.content is not None and batch.heard is None
-    torch.testing.assert_close(batch.content, live, rtol=1e-5, atol=1e-6)
+    assert batch.tgt_content is not None and batch.heard is None and batch.src_content is None
+    torch.testing.assert_close(batch.tgt_content, live, rtol=1e-5, atol=1e-6)
     kind = job.kind
     torch.manual_seed(3)
     cached = kind.losses(job.model, batch, config, step=1)
     torch.manual_seed(3)
-    read = kind.losses(job.model, dataclasses.replace(batch, content=None), config, step=1)
+    read = kind.losses(job.model, dataclasses.replace(batch, tgt_content=None), config, step=1)
     torch.testing.assert_close(cached.total, read.total)
     heard = config.with_overrides(["augment.probability=1", "augment.freq_mask_width=2"])
     augmented = ModelJob(heard, tmp_path / "aug", progress=False)
     augmented.start(None)
-    assert augmented.prepare(next(iter(augmented._loader(0)))).content is None
+    assert augmented.prepare(next(iter(augmented._loader(0)))).tgt_content is None
 
 
 def test_teacher_forcing_resynthesises_the_target(trained):

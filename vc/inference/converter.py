@@ -273,7 +273,11 @@ class Converter:
             src = self.normalize_source(mels, mel_lens)
         # Seeded: the prenet's dropout (on at inference) and Griffin-Lim's initial
         # phase are random, and the same input should give the same output.
-        extras = {"pitch": pitch_of(padded, wave_lens, self.config.audio)} if self.kind.needs_pitch else {}
+        extras = (
+            {"pitch": pitch_of(padded, wave_lens, self.config.audio)}
+            if self.kind.needs_pitch(self.config.model)
+            else {}
+        )
         with private_rng(self.seed, self.device):
             out = self.model.inference(src, mel_lens, self.config.inference, **extras)
         converted = self.tgt_stats.denormalize(out.after)

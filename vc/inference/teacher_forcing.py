@@ -74,10 +74,13 @@ def teacher_forced(
             if durations is not None:  # the durations it trained on
                 taught = pad([durations[by_target[files[k]].utt_id] for k in chunk], batch_first=True)
             extras = {}
-            if kind.needs_pitch:  # the target's own pitch, read from its recording
+            if kind.needs_pitch(model_config):  # each side's own pitch, read from its recording
                 targets = [torch.from_numpy(read_audio(files[k], audio)) for k in chunk]
                 lens = torch.tensor([len(w) for w in targets])
                 extras["tgt_pitch"] = pitch_of(pad(targets, batch_first=True), lens, audio)
+                extras["src_pitch"] = pitch_of(
+                    pad(waves, batch_first=True), torch.tensor([len(w) for w in waves]), audio
+                )
             with private_rng(0, converter.device):
                 out = kind.teacher_forced(converter.model, src, src_lens, tgt, tgt_lens, taught, **extras)
             after = converter.tgt_stats.denormalize(out.after).float()

@@ -16,9 +16,11 @@ from typing import ClassVar
 import torch
 
 from vc.config import Config, InferenceConfig, ModelConfig
+from vc.errors import ConfigError
 from vc.kinds.alignment import diagonal_ratio, focus_rate
 from vc.kinds.base import DevViews, ModelKind
 from vc.kinds.losses import Losses, compute_losses
+from vc.model.content import ENCODER_INPUTS, build_attention_model
 from vc.model.seq2seq import Seq2SeqVC, decoder_steps
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,14 @@ class AttentionConfig(ModelConfig):
     """The model section of kind attention: the shared encoder and postnet, its attention and decoder."""
 
     kind: str = "attention"
+    # What the encoder reads (vc/model/content.py): mels, the source's log-mels; content, what the run's
+    # phone recognizer (data.phones; the recognition-synthesis converter's, shared) hears of them, its
+    # last hidden layer, and their pitch features; both, the two side by side (SCENT).
+    encoder_input: str = "mels"
+    # Self-reconstruction first: the first self_steps training steps read the target's own recordings as
+    # input and learn to say them back through the same attention (a decoder that speaks before it
+    # converts); the pairs from then on. 0: the pairs from the first step.
+    self_steps: int = 0
     # Attention: location | content | dot | general | location_general.
     attention_type: str = "location"
     attention_dim: int = 128
@@ -66,16 +76,67 @@ class AttentionConfig(ModelConfig):
 class AttentionKind(ModelKind):
     name = "attention"
     config = AttentionConfig
-    network = Seq2SeqVC
+    network = Seq2SeqVC  # over content: its subclass ContentSeq2SeqVC (model.encoder_input)
     teaches_durations = True
     selects_free_running = True
     dev_terms = ("spectral", "stop", "guided_attention")
     selection_terms = ("spectral", "stop")  # what conversion needs: spectra and stopping
 
-    def losses(self, model, batch, config: Config, step: int | None) -> Losses:
-        """Teacher-forced forward and losses; on the dev set the guided attention loss weighs 1."""
-        out = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
+    def build(self, n_mels: int, config: ModelConfig):
+        return build_attention_model(n_mels, config)
+
+    def needs_recognizer(self, model: ModelConfig) -> bool:
+        return model.encoder_input != "mels"
+
+    def needs_pitch(self, model: ModelConfig) -> bool:
+        return model.encoder_input != "mels"
+
+    def check(self, config: Config) -> None:
+        super().check(config)
         m = config.model
+        if m.encoder_input not in ENCODER_INPUTS:
+            raise ConfigError(
+                f"model.encoder_input must be one of {', '.join(ENCODER_INPUTS)}, got {m.encoder_input!r}"
+            )
+        if m.self_steps < 0:
+            raise ConfigError(f"model.self_steps must be 0 or more, got {m.self_steps}")
+        if self.needs_recognizer(m) and not config.data.phones:
+            raise ConfigError(
+                f"model.encoder_input {m.encoder_input} needs data.phones (the alignments of vc durations "
+                "--phones): the phone recognizer whose content it reads learns from them"
+            )
+
+    def initialise(self, model, durations, recognizer=None) -> None:
+        if self.needs_recognizer(model.config):
+            model.load_recognizer(recognizer)
+
+    def fixed_content(self, model, batch):
+        """The frozen recognizer's content of the sources (and of the targets, which self-reconstruction
+        reads), read once per recording."""
+        if not self.needs_recognizer(model.config):
+            return None
+        read = {"src_content": model.content(batch.src, batch.src_lens)}
+        if model.config.self_steps > 0:
+            read["tgt_content"] = model.content(batch.tgt, batch.tgt_lens)
+        return read
+
+    @staticmethod
+    def reads(batch, config: ModelConfig, self_reconstruction: bool = False) -> tuple:
+        """What the network reads of a Batch: (input frames, their lengths, keyword arguments): the
+        source's, or in self-reconstruction the target's own recording."""
+        if self_reconstruction:
+            frames, lens, pitch, content = batch.tgt, batch.tgt_lens, batch.tgt_pitch, batch.tgt_content
+        else:
+            frames, lens, pitch, content = batch.src, batch.src_lens, batch.src_pitch, batch.src_content
+        extras = {} if config.encoder_input == "mels" else {"pitch": pitch, "content": content}
+        return frames, lens, extras
+
+    def losses(self, model, batch, config: Config, step: int | None) -> Losses:
+        """Teacher-forced forward and losses; on the dev set the guided attention loss weighs 1. The
+        first model.self_steps training steps read the target's own recordings (self-reconstruction)."""
+        m = config.model
+        src, src_lens, extras = self.reads(batch, m, step is not None and step < m.self_steps)
+        out = model(src, src_lens, batch.tgt, batch.tgt_lens, **extras)
         return compute_losses(
             out,
             batch.tgt,
@@ -93,8 +154,9 @@ class AttentionKind(ModelKind):
         if inference.prenet_dropout is not None:  # on in eval mode too
             model.decoder.prenet.dropout = inference.prenet_dropout
 
-    def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations):
-        return model(src, src_lens, tgt, tgt_lens)
+    def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations, src_pitch=None, tgt_pitch=None):
+        extras = {"pitch": src_pitch} if self.needs_pitch(model.config) else {}
+        return model(src, src_lens, tgt, tgt_lens, **extras)
 
     def frames_per_row(self, config: ModelConfig) -> int:
         return config.reduction_factor  # one row per decoder step
@@ -106,8 +168,10 @@ class AttentionKind(ModelKind):
 
         config, writer = views.config, views.writer
         r = config.model.reduction_factor
-        teacher = model(batch.src, batch.src_lens, batch.tgt, batch.tgt_lens)
-        free = model.inference(batch.src, batch.src_lens, config.inference)
+        src, src_lens, extras = self.reads(batch, config.model)
+        teacher = model(src, src_lens, batch.tgt, batch.tgt_lens, **extras)
+        extras.pop("content", None)
+        free = model.inference(src, src_lens, config.inference, **extras)
         free_steps = decoder_steps(free.lens, r)
         focus = float(focus_rate(free.alignments, free_steps, free.enc_lens).mean())
         diagonal = float(diagonal_ratio(free.alignments, free_steps, free.enc_lens).mean())

@@ -45,12 +45,6 @@ class ModelKind:
     config: type[ModelConfig] = ModelConfig  # its model section: ModelConfig's settings and its own
     network: Callable[[int, ModelConfig], nn.Module]  # (n_mels, model config) -> the network
     needs_durations = False  # trains on data.durations (frames per encoder step)
-    # Reads content features of the run's phone recognizer (trained on both speakers' frames of
-    # data.phones, vc/training/phonetic.py): initialise receives it.
-    needs_recognizer = False
-    # Reads pitch features (vc/audio/pitch.py): the batches carry them, and conversion and teacher
-    # forcing pass them to the network (``pitch=``).
-    needs_pitch = False
     # A post-filter (vc/training/postfilter.py) reads the model's input at the output's timing beside the
     # output (vc.model.aligned_source). Not for a kind whose teacher-forced input is the target itself:
     # the post-filter would learn to copy that input, and copy the source at conversion.
@@ -77,6 +71,16 @@ class ModelKind:
         """Whether training ends once its free-running dev conversions convert (model.until_converts of a
         section that has it: the attention model's, and the sections built on it)."""
         return bool(getattr(config.model, "until_converts", False))
+
+    def needs_recognizer(self, model: ModelConfig) -> bool:
+        """Whether the network reads content features of the run's phone recognizer (trained on both
+        speakers' frames of data.phones, vc/training/phonetic.py): initialise receives it."""
+        return False
+
+    def needs_pitch(self, model: ModelConfig) -> bool:
+        """Whether the network reads pitch features (vc/audio/pitch.py): the batches carry them, and
+        conversion, the dev views and teacher forcing pass them to the network (``pitch=``)."""
+        return False
 
     def build(self, n_mels: int, config: ModelConfig) -> nn.Module:
         return self.network(n_mels, config)
@@ -112,9 +116,10 @@ class ModelKind:
         """Set up a new network before its first step (the training durations, the phone recognizer,
         when it needs them)."""
 
-    def fixed_content(self, model: nn.Module, batch) -> torch.Tensor | None:
-        """What the network's frozen recognizer reads of a Batch's targets, (B, T_tgt, width): the same at
-        every step that reads it, so training reads it once per recording (Batch.content); None: the
+    def fixed_content(self, model: nn.Module, batch) -> dict[str, torch.Tensor] | None:
+        """What the network's frozen recognizer reads of a Batch's recordings: the same at every step
+        that reads it, so training reads it once per recording. Batch field -> its value: "tgt_content"
+        (B, T_tgt, width) of the targets, "src_content" (B, T_src, width) of the sources; None: the
         network reads nothing frozen."""
         return None
 
@@ -137,11 +142,11 @@ class ModelKind:
         """Conversion settings that live on the network."""
 
     def teacher_forced(
-        self, model: nn.Module, src, src_lens, tgt, tgt_lens, durations, tgt_pitch=None
+        self, model: nn.Module, src, src_lens, tgt, tgt_lens, durations, src_pitch=None, tgt_pitch=None
     ) -> NamedTuple:
         """The prediction at the target's own timing (normalised ``tgt``; ``durations``, (B, N), when
-        needs_durations; the target's pitch features when needs_pitch), for the networks that learn
-        from it."""
+        needs_durations; the source's and the target's pitch features when needs_pitch), for the
+        networks that learn from it."""
         raise NotImplementedError
 
     def frames_per_row(self, config: ModelConfig) -> int:

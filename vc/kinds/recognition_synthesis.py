@@ -43,15 +43,24 @@ class RecognitionSynthesisKind(ModelKind):
     name = "recognition_synthesis"
     config = RecognitionSynthesisConfig
     network = RecognitionSynthesisVC
-    needs_recognizer = True
-    needs_pitch = True
     postfilter_reads_input = False  # teacher-forced, its input is the target it must predict
     phonetic_labels = "target"  # it learns the target's frames at their own timing
     trains_on_crops = True  # the parallel decoder's: content, pitch and frames share one timeline
     augments = "target"  # its content is read from the target's own frames
 
+    def needs_recognizer(self, model: ModelConfig) -> bool:
+        return True
+
+    def needs_pitch(self, model: ModelConfig) -> bool:
+        return True
+
     def check(self, config: Config) -> None:
         super().check(config)
+        if config.model.encoder_input != "mels" or config.model.self_steps:
+            raise ConfigError(
+                "model.encoder_input and model.self_steps are the attention model's: the "
+                "recognition-synthesis converter always reads content and trains on the target alone"
+            )
         if config.model.decoder not in DECODERS:
             raise ConfigError(
                 f"model.decoder must be one of {', '.join(DECODERS)}, got {config.model.decoder!r}"
@@ -82,7 +91,7 @@ class RecognitionSynthesisKind(ModelKind):
         """The recognizer is frozen: without augmentation of what it hears (Batch.heard), every step
         would read the same content of an utterance again (13-17 % of a step on a CPU; docs/ablation.md,
         "The recognizer's content read once")."""
-        return model.content(batch.tgt, batch.tgt_lens)
+        return {"tgt_content": model.content(batch.tgt, batch.tgt_lens)}
 
     def losses(self, model, batch, config: Config, step: int | None, critic=None):
         """The target's frames from their own content: L1 + L2 before and after the postnet; with a
@@ -100,7 +109,7 @@ class RecognitionSynthesisKind(ModelKind):
             batch.tgt_pitch,
             window=window,
             heard=batch.heard,
-            content=batch.content,
+            content=batch.tgt_content,
         )
         if window is not None:
             batch = dataclasses.replace(
@@ -128,7 +137,7 @@ class RecognitionSynthesisKind(ModelKind):
     def frames_per_row(self, config: ModelConfig) -> int:
         return config.reduction_factor if config.decoder == "attention" else 1
 
-    def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations, tgt_pitch=None):
+    def teacher_forced(self, model, src, src_lens, tgt, tgt_lens, durations, src_pitch=None, tgt_pitch=None):
         return model(tgt, tgt_lens, tgt_pitch)  # the target resynthesised: at its own timing
 
     def log_fixed_utterances(self, views: DevViews, model, batch, step: int) -> None:

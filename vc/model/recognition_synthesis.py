@@ -25,9 +25,10 @@ from torch import nn
 
 from vc.audio.pitch import FEATURES as PITCH_FEATURES
 from vc.config import InferenceConfig, ModelConfig
-from vc.masks import make_pad_mask, take_frames
+from vc.masks import take_frames
+from vc.model.content import frozen_recognizer, read_content
 from vc.model.parallel_synthesizer import ParallelSynthesizer
-from vc.model.phone_classifier import PHONES, PhoneClassifier
+from vc.model.phone_classifier import PhoneClassifier
 from vc.model.seq2seq import Seq2SeqVC
 
 CONTENTS = ("hidden",)
@@ -46,7 +47,7 @@ class RecognitionSynthesisVC(nn.Module):
     def __init__(self, n_mels: int, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.recognizer = PhoneClassifier(n_mels, len(PHONES)).requires_grad_(False)
+        self.recognizer = frozen_recognizer(n_mels)
         width = self.recognizer.out.in_features
         synthesizer = Seq2SeqVC if config.decoder == "attention" else ParallelSynthesizer
         self.synthesizer = synthesizer(n_mels, config, n_in=width + PITCH_FEATURES)
@@ -60,12 +61,9 @@ class RecognitionSynthesisVC(nn.Module):
         self.recognizer.eval()  # frozen: its dropout never runs
         return self
 
-    @torch.no_grad()
     def content(self, mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
-        """(B, T, n_mels), (B,) -> (B, T, width) content features; the padding reads as zeros, so an
-        item's features are the same alone or in a batch."""
-        keep = (~make_pad_mask(lens, mels.shape[1])).unsqueeze(-1).to(mels.dtype)
-        return self.recognizer.hidden(mels, keep)
+        """(B, T, n_mels), (B,) -> (B, T, width) content features (vc.model.content.read_content)."""
+        return read_content(self.recognizer, mels, lens)
 
     def inputs(
         self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, content=None

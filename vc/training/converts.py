@@ -20,10 +20,11 @@ from vc.training.selection import FreeRunning
 
 class ConvertsRule:
     """Remembers the previous evaluation's distance; ``fallen``: how far the last update's distance fell
-    from it (inf at the first); ``converts_at``: the step the rule passed, or None."""
+    from it (inf at the first); ``converts_at``: the step the rule passed, or None. ``first_step``: the
+    rule passes no earlier (model.self_steps: self-reconstruction first, then the pairs it must learn)."""
 
-    def __init__(self, focus: float, gain_db: float):
-        self.focus, self.gain_db = focus, gain_db
+    def __init__(self, focus: float, gain_db: float, first_step: int = 0):
+        self.focus, self.gain_db, self.first_step = focus, gain_db, first_step
         self.previous = math.inf
         self.fallen = math.inf
         self.converts_at: int | None = None
@@ -32,6 +33,11 @@ class ConvertsRule:
         """Whether the model converts by this evaluation (its step is then ``converts_at``)."""
         self.fallen = self.previous - check.distance
         self.previous = check.distance
-        if self.converts_at is None and check.focus >= self.focus and self.fallen < self.gain_db:
+        if (
+            self.converts_at is None
+            and step > self.first_step
+            and check.focus >= self.focus
+            and self.fallen < self.gain_db
+        ):
             self.converts_at = step
         return self.converts_at is not None

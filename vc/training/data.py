@@ -220,9 +220,10 @@ class Batch:
     # The target's frames as a kind that reads the target's own content hears them in training, augmented
     # (vc/training/augment.py, a kind with augments "target"); None: tgt itself.
     heard: torch.Tensor | None = None  # (B, T_tgt, n_mels)
-    # What a kind's frozen recognizer reads of the target's frames, read once per training recording when
-    # training starts (ModelKind.fixed_content); None: read each step.
-    content: torch.Tensor | None = None  # (B, T_tgt, width)
+    # What a kind's frozen recognizer reads of the target's and the source's frames, read once per
+    # training recording when training starts (ModelKind.fixed_content); None: read each step.
+    tgt_content: torch.Tensor | None = None  # (B, T_tgt, width)
+    src_content: torch.Tensor | None = None  # (B, T_src, width)
 
     def to(self, device) -> Batch:
         tensors = (getattr(self, field.name) for field in dataclasses.fields(self)[1:])

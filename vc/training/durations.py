@@ -116,9 +116,15 @@ def extract_durations(
     (their cached features in ``features_dir``, computed when missing) -> durations file ``out``."""
     payload = load_checkpoint(checkpoint)
     config = Config.from_dict(payload["config"], stored=True)
-    if not get_kind(config.model.kind).teaches_durations:
+    kind = get_kind(config.model.kind)
+    if not kind.teaches_durations:
         raise CheckpointError(
             f"{checkpoint} is a {config.model.kind} model; durations come from an attention model"
+        )
+    if kind.needs_recognizer(config.model):
+        raise CheckpointError(
+            f"{checkpoint} is an attention model over {config.model.encoder_input}; durations come from "
+            "an attention model over mels (model.encoder_input mels)"
         )
     model = build_model(config.audio.n_mels, config.model)
     try:

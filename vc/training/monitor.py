@@ -81,7 +81,11 @@ class Monitor:
         self.views = DevViews(self.writer, vocoder, tgt_stats, config, self._evolution)
         m = config.model
         converts = self.kind.stops_when_converts(config)
-        self.converts = ConvertsRule(m.converts_focus, m.converts_gain_db) if converts else None
+        self.converts = (
+            ConvertsRule(m.converts_focus, m.converts_gain_db, getattr(m, "self_steps", 0))
+            if converts
+            else None
+        )
 
     @torch.no_grad()
     def evaluate(self, model: torch.nn.Module, dev_set: ParallelDataset, step: int) -> float:

@@ -44,8 +44,9 @@ log = logging.getLogger(__name__)
 
 def has_phone_recognizer(config: Config) -> bool:
     """Whether a run trains a phone recognizer first: the phonetic loss's critic (train.phonetic_weight
-    > 0), or the content of a kind that reads it (the recognition-synthesis converter)."""
-    return config.train.phonetic_weight > 0 or get_kind(config.model.kind).needs_recognizer
+    > 0), or the content of a network that reads it (the recognition-synthesis converter, the attention
+    model over content)."""
+    return config.train.phonetic_weight > 0 or get_kind(config.model.kind).needs_recognizer(config.model)
 
 
 def frame_labels(phones: list[list], frames: int, frame_seconds: float) -> torch.Tensor:

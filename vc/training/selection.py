@@ -72,7 +72,8 @@ def free_running_check(
     distances, focus = [], []
     for batch in batches_in_order(dev_set, config.data.batch_size, count):
         batch = batch.to(device)
-        out = model.inference(batch.src, batch.src_lens, config.inference)
+        extras = {} if batch.src_pitch is None else {"pitch": batch.src_pitch}  # a network that reads pitch
+        out = model.inference(batch.src, batch.src_lens, config.inference, **extras)
         focus.extend(
             focus_rate(out.alignments, kind.alignment_rows(out.lens, config.model), out.enc_lens).tolist()
         )

@@ -107,7 +107,7 @@ class ModelJob(Job):
         torch.manual_seed(t.seed + self.rank)
         self._load_data()
         self.model = self.kind.build(config.audio.n_mels, config.model).to(self.device)
-        self.content = None  # the recognizer's content of the training targets, read in start()
+        self.content = None  # the recognizer's content of the training recordings, read in start()
         self.kind.initialise(self.model, self.durations, self.recognizer)
         self.optimizers = {
             "model": torch.optim.AdamW(
@@ -143,7 +143,7 @@ class ModelJob(Job):
         # Both sides' phone labels: the recognizer's, and the phonetic loss's (the kind's side).
         labels = self._phone_labels({**train, **dev})
         phones = labels[self.kind.phonetic_labels] if labels and self.kind.phonetic_labels else None
-        train_pitch, dev_pitch = self._pitch() if self.kind.needs_pitch else (None, None)
+        train_pitch, dev_pitch = self._pitch() if self.kind.needs_pitch(self.config.model) else (None, None)
         self.train_set = ParallelDataset(
             train, self.src_stats, self.tgt_stats, self.durations, phones, train_pitch
         )
@@ -272,30 +272,34 @@ class ModelJob(Job):
             pin_memory=self.device.type == "cuda",
         )
 
-    def _fixed_content(self) -> dict[str, torch.Tensor] | None:
-        """utt_id -> what the kind's frozen recognizer reads of each training target (ModelKind.fixed_content),
-        read once here in batches of similar lengths; None where the kind reads nothing frozen or
-        augmentation changes what it hears every step. In memory beside the features: 4 bytes per channel
-        and frame (ARCTIC's slt: 149 MB, 932 recordings of 256 channels)."""
-        if self.augments_heard:
+    def _fixed_content(self) -> dict[str, dict[str, torch.Tensor]] | None:
+        """Batch field ("tgt_content", "src_content") -> utt_id -> what the kind's frozen recognizer reads
+        of each training recording (ModelKind.fixed_content), read once here in batches of similar
+        lengths; None where the kind reads nothing frozen or augmentation changes what it hears every
+        step. In memory beside the features: 4 bytes per channel and frame (ARCTIC's slt: 149 MB, 932
+        recordings of 256 channels)."""
+        if self.augment is not None and self.kind.needs_recognizer(self.config.model):
             return None
         began = time.monotonic()
         order = sorted(range(len(self.train_set)), key=lambda k: len(self.train_set.items[k][1]))
         size = self.config.data.batch_size
-        content = {}
+        content: dict[str, dict[str, torch.Tensor]] = {}
         self.model.eval()
         for start in range(0, len(order), size):
             batch = collate([self.train_set[k] for k in order[start : start + size]]).to(self.device)
             with torch.no_grad():
-                features = self.kind.fixed_content(self.model, batch)
-            if features is None:
+                read = self.kind.fixed_content(self.model, batch)
+            if read is None:
                 return None
-            for utt_id, item, length in zip(batch.utt_ids, features, batch.tgt_lens.tolist(), strict=True):
-                content[utt_id] = item[:length].clone()
-        size_mb = sum(item.numel() * item.element_size() for item in content.values()) / 2**20
+            for field, features in read.items():
+                lens = batch.src_lens if field == "src_content" else batch.tgt_lens
+                for utt_id, item, length in zip(batch.utt_ids, features, lens.tolist(), strict=True):
+                    content.setdefault(field, {})[utt_id] = item[:length].clone()
+        items = [item for by_utt in content.values() for item in by_utt.values()]
+        size_mb = sum(item.numel() * item.element_size() for item in items) / 2**20
         log.info(
-            "the recognizer's content of %d training targets, read once: %.0f MB in %.1f s",
-            len(content), size_mb, time.monotonic() - began,
+            "the recognizer's content of %d training recordings, read once: %.0f MB in %.1f s",
+            len(items), size_mb, time.monotonic() - began,
         )  # fmt: skip
         return content
 
@@ -306,10 +310,10 @@ class ModelJob(Job):
         """A training batch on the device, augmented (training batches only: dev losses stay comparable
         across runs)."""
         batch = batch.to(self.device)
-        if self.content is not None:
-            content = [self.content[utt_id] for utt_id in batch.utt_ids]
+        for field, by_utt in (self.content or {}).items():
+            content = [by_utt[utt_id] for utt_id in batch.utt_ids]
             batch = dataclasses.replace(
-                batch, content=torch.nn.utils.rnn.pad_sequence(content, batch_first=True)
+                batch, **{field: torch.nn.utils.rnn.pad_sequence(content, batch_first=True)}
             )
         if self.augments_heard:
             batch = dataclasses.replace(batch, heard=self.augment(batch.tgt, batch.tgt_lens))
