@@ -14,7 +14,7 @@ a maximum spanning tree of the coefficient grid instead, each edge weighted by t
 log-magnitudes: a tree whose paths keep to the loud coefficients just as the heap's do, and one that
 vectorises. Boruvka's algorithm (1926) finds it in rounds: every component joins its neighbour through
 its heaviest edge, so the components at least halve each round (the first round, every coefficient to its
-loudest neighbour, leaves about 1 in 20). Pointer doubling (Wyllie 1979) sums each round's phase
+loudest neighbour, leaves about 1 in 24 on speech). Pointer doubling (Wyllie 1979) sums each round's phase
 increments along the joins. On ten slt utterances its phase starts Griffin-Lim as well as the heap's
 (spectral convergence -38.9 dB after 32 iterations, both) at a fourteenth of the heap's time
 (docs/ablation.md, "PGHI along a spanning tree"). Coefficients more than ``tolerance_db`` below the
