@@ -4,7 +4,9 @@ All run fast Griffin-Lim with n_iter=32, momentum=0.99 on the true STFT magnitud
 utterances (LogMel.magnitude: n_fft, hop, win, periodic Hann window, centred zero-padded frames)
 from the same initial phases: 2 pi * numpy.random.RandomState(seed).random(S.shape), which is
 exactly what librosa.griffinlim(init="random", random_state=RandomState(seed)) draws and what ours
-receives as init=phases. Spectral convergence is vc.vocoders.griffin_lim.spectral_convergence against S. The
+receives as init=phases; the row "from PGHI's phase" (vocoder.griffin_lim_init: pghi) starts from the
+phase vc.vocoders.pghi integrates from S, that work timed with it. Spectral convergence is
+vc.vocoders.griffin_lim.spectral_convergence against S. The
 methods are timed interleaved (each repeat runs every method once), so that load from other
 processes falls on all of them alike.
 
@@ -31,6 +33,7 @@ from report import matched_quality_lines
 from vc.audio import LogMel
 from vc.config import load_config
 from vc.vocoders.griffin_lim import griffin_lim, spectral_convergence
+from vc.vocoders.pghi import pghi_start
 
 N_ITER = 32
 MOMENTUM = 0.99
@@ -59,22 +62,30 @@ def stft_kwargs(audio) -> dict:
     return dict(n_fft=audio.n_fft, hop_length=audio.hop_length, win_length=audio.win_length)
 
 
-def ours(mags: list[np.ndarray], seeds: list[int], audio, n_iter: int = N_ITER) -> list[np.ndarray]:
-    """vc.vocoders.griffin_lim.griffin_lim on a zero-padded batch (frame_lens) or a single item."""
+def ours(
+    mags: list[np.ndarray], seeds: list[int], audio, n_iter: int = N_ITER, start: str = "random"
+) -> list[np.ndarray]:
+    """vc.vocoders.griffin_lim.griffin_lim on a zero-padded batch (frame_lens) or a single item; start
+    "pghi": from PGHI's phase (vc.vocoders.pghi.pghi_start, as vocoder.griffin_lim_init: pghi), its
+    integration inside the time."""
     frames = max(m.shape[1] for m in mags)
     batch = np.zeros((len(mags), mags[0].shape[0], frames), dtype=np.float32)
     phase = np.zeros(batch.shape, dtype=np.float32)
     for k, (m, seed) in enumerate(zip(mags, seeds, strict=True)):
         batch[k, :, : m.shape[1]] = m
         phase[k, :, : m.shape[1]] = initial_phases(m.shape, seed)
-    frame_lens = torch.tensor([m.shape[1] for m in mags]) if len(mags) > 1 else None
+    frame_lens = torch.tensor([m.shape[1] for m in mags])
+    init = torch.from_numpy(phase)
+    if start == "pghi":
+        generator = torch.Generator().manual_seed(seeds[0])
+        init = pghi_start(torch.from_numpy(batch), frame_lens, generator=generator, **stft_kwargs(audio))
     waves = griffin_lim(
         torch.from_numpy(batch),
         window=torch.hann_window(audio.win_length),
         n_iter=n_iter,
         momentum=MOMENTUM,
-        init=torch.from_numpy(phase),
-        frame_lens=frame_lens,
+        init=init,
+        frame_lens=frame_lens if len(mags) > 1 else None,
         **stft_kwargs(audio),
     )
     return [waves[k, : (m.shape[1] - 1) * audio.hop_length].numpy() for k, m in enumerate(mags)]
@@ -189,10 +200,10 @@ def groups_for(count: int, batch_size: int, mags) -> list[list[int]]:
 def methods(audio, threads: int) -> dict:
     """name -> fn(items, seeds) returning a list of waves (or None when unavailable)."""
 
-    def ours_single_thread(items, seeds):
+    def ours_single_thread(items, seeds, start="random"):
         torch.set_num_threads(1)
         try:
-            return ours(items, seeds, audio)
+            return ours(items, seeds, audio, start=start)
         finally:
             torch.set_num_threads(threads)
 
@@ -202,6 +213,10 @@ def methods(audio, threads: int) -> dict:
             items, seeds, audio
         ),
         "vc.audio.griffin_lim.griffin_lim (1 thread)": ours_single_thread,
+        # vocoder.griffin_lim_init: pghi, the time of integrating PGHI's phase included.
+        "vc.audio.griffin_lim.griffin_lim (1 thread) from PGHI's phase": lambda items, seeds: (
+            ours_single_thread(items, seeds, start="pghi")
+        ),
         "librosa.griffinlim, item by item": lambda items, seeds: librosa_loop(items, seeds, audio),
         "librosa.griffinlim, stacked (B, F, T)": lambda items, seeds: librosa_stacked(items, seeds[0], audio),
         "torchaudio.transforms.GriffinLim": lambda items, seeds: torchaudio_batch(items, seeds[0], audio),

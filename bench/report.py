@@ -179,7 +179,8 @@ def convert_lines(convert: dict, load: dict) -> list[str]:
 def griffinlim_lines(gl: dict, load: dict) -> list[str]:
     lines = [
         "",
-        f"2. Griffin-Lim, n_iter={gl['n_iter']}, momentum={gl['momentum']}, same seeded random initial phases, "
+        f"2. Griffin-Lim, n_iter={gl['n_iter']}, momentum={gl['momentum']}, same seeded random initial phases "
+        "(but the row from PGHI's phase, its integration timed), "
         f"true STFT magnitudes of {gl['utterances']} eval utterances ({gl['audio_seconds']:.1f} s), mean of "
         f"{gl['repeats']} repeats; librosa accepts stacked (B, F, T): {gl['librosa_stacked_supported']} "
         f"{busy(load)}",

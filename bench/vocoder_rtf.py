@@ -28,7 +28,7 @@ from convert_rtf import batches_like_convert_files, convert_all
 FLOAT32 = ("vocoder.hifigan.precision=float32",)
 VARIANTS = (
     ("griffin-lim", ()),
-    ("griffin-lim", ("vocoder.griffin_lim_init=pghi",)),  # started from PGHI's phase (an option)
+    ("griffin-lim", ("vocoder.griffin_lim_init=pghi",)),  # from PGHI's phase (an option, issue 98)
     ("hifigan", ()),
     ("hifigan", FLOAT32),  # left out where the default is float32 already
     ("hifigan", (*FLOAT32, "vocoder.hifigan.runtime=torch")),

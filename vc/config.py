@@ -214,8 +214,9 @@ class VocoderConfig:
     griffin_lim_iters: int = 32
     momentum: float = 0.99
     # Griffin-Lim's starting phase: "random", or "pghi", the phase integrated from the magnitude's own
-    # gradients (vc/vocoders/pghi.py: MOS +0.09 and +0.15 on two models, but 0.2 x real time in pure
-    # Python; docs/ablation.md, "Griffin-Lim from PGHI's phase").
+    # gradients (vc/vocoders/pghi.py: MOS +0.09 and +0.15 on two models with the heap it replaced, which
+    # cost 0.2 x real time; the spanning tree's phase is as good at a fourteenth of it and awaits its MOS
+    # rows before it can be the default; docs/ablation.md, "PGHI along a spanning tree").
     griffin_lim_init: str = "random"
     # Magnitudes are raised to this power before phase recovery. Above 1 sounds crisper but scales
     # the log spectrum, which costs MCD (docs/ablation.md), so 1.0 by default.
