@@ -41,7 +41,26 @@ def read_content(recognizer: PhoneClassifier, mels: torch.Tensor, lens: torch.Te
         return recognizer.hidden(mels, keep)
 
 
-class ContentSeq2SeqVC(Seq2SeqVC):
+class ReadsContent:
+    """What a network with a frozen recognizer (``self.recognizer``, frozen_recognizer) does with it."""
+
+    recognizer: PhoneClassifier
+
+    def load_recognizer(self, classifier: PhoneClassifier) -> None:
+        """Take the weights of a trained phone classifier (of the default shape)."""
+        self.recognizer.load_state_dict(classifier.state_dict())
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self.recognizer.eval()  # frozen: its dropout never runs
+        return self
+
+    def content(self, mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+        """(B, T, n_mels), (B,) -> (B, T, width) content features (read_content)."""
+        return read_content(self.recognizer, mels, lens)
+
+
+class ContentSeq2SeqVC(ReadsContent, Seq2SeqVC):
     """The attention model whose encoder reads the recognizer's content of the source and its pitch
     (model.encoder_input content), and the source's log-mels beside them (both).
 
@@ -56,18 +75,6 @@ class ContentSeq2SeqVC(Seq2SeqVC):
         width = recognizer.out.in_features + PITCH_FEATURES + (n_mels if self.with_mels else 0)
         super().__init__(n_mels, config, n_in=width)
         self.recognizer = recognizer
-
-    def load_recognizer(self, classifier: PhoneClassifier) -> None:
-        """Take the weights of a trained phone classifier (of the default shape)."""
-        self.recognizer.load_state_dict(classifier.state_dict())
-
-    def train(self, mode: bool = True) -> ContentSeq2SeqVC:
-        super().train(mode)
-        self.recognizer.eval()  # frozen: its dropout never runs
-        return self
-
-    def content(self, mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
-        return read_content(self.recognizer, mels, lens)
 
     def inputs(self, src, src_lens, pitch, content=None) -> torch.Tensor:
         """The encoder's input frames: content (``content`` where already read), pitch [, the mels]."""

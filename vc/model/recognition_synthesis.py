@@ -26,16 +26,15 @@ from torch import nn
 from vc.audio.pitch import FEATURES as PITCH_FEATURES
 from vc.config import InferenceConfig, ModelConfig
 from vc.masks import take_frames
-from vc.model.content import frozen_recognizer, read_content
+from vc.model.content import ReadsContent, frozen_recognizer
 from vc.model.parallel_synthesizer import ParallelSynthesizer
-from vc.model.phone_classifier import PhoneClassifier
 from vc.model.seq2seq import Seq2SeqVC
 
 CONTENTS = ("hidden",)
 DECODERS = ("parallel", "attention")
 
 
-class RecognitionSynthesisVC(nn.Module):
+class RecognitionSynthesisVC(ReadsContent, nn.Module):
     """The frozen recognizer and the synthesizer behind it.
 
     Shapes: mels (B, T, n_mels), lens (B,), pitch (B, T, 2) -> mels (B, T', n_mels): T' = T through the
@@ -51,19 +50,6 @@ class RecognitionSynthesisVC(nn.Module):
         width = self.recognizer.out.in_features
         synthesizer = Seq2SeqVC if config.decoder == "attention" else ParallelSynthesizer
         self.synthesizer = synthesizer(n_mels, config, n_in=width + PITCH_FEATURES)
-
-    def load_recognizer(self, classifier: PhoneClassifier) -> None:
-        """Take the weights of a trained phone classifier (of the default shape)."""
-        self.recognizer.load_state_dict(classifier.state_dict())
-
-    def train(self, mode: bool = True) -> RecognitionSynthesisVC:
-        super().train(mode)
-        self.recognizer.eval()  # frozen: its dropout never runs
-        return self
-
-    def content(self, mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
-        """(B, T, n_mels), (B,) -> (B, T, width) content features (vc.model.content.read_content)."""
-        return read_content(self.recognizer, mels, lens)
 
     def inputs(
         self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, content=None
