@@ -64,9 +64,8 @@ def teacher_forced(
         for start in range(0, len(order), 16):
             chunk = order[start : start + 16]
             waves = [torch.from_numpy(read_audio(by_target[files[k]].source, audio)) for k in chunk]
-            src, src_lens = converter.features(
-                pad(waves, batch_first=True), torch.tensor([len(w) for w in waves])
-            )
+            sources, source_lens = pad(waves, batch_first=True), torch.tensor([len(w) for w in waves])
+            src, src_lens = converter.features(sources, source_lens)
             src = converter.src_stats.normalize(src)
             tgt = converter.tgt_stats.normalize(pad([target_mels[k] for k in chunk], batch_first=True))
             tgt_lens = torch.tensor([len(target_mels[k]) for k in chunk])
@@ -78,9 +77,7 @@ def teacher_forced(
                 targets = [torch.from_numpy(read_audio(files[k], audio)) for k in chunk]
                 lens = torch.tensor([len(w) for w in targets])
                 extras["tgt_pitch"] = pitch_of(pad(targets, batch_first=True), lens, audio)
-                extras["src_pitch"] = pitch_of(
-                    pad(waves, batch_first=True), torch.tensor([len(w) for w in waves]), audio
-                )
+                extras["src_pitch"] = pitch_of(sources, source_lens, audio)
             with private_rng(0, converter.device):
                 out = kind.teacher_forced(converter.model, src, src_lens, tgt, tgt_lens, taught, **extras)
             after = converter.tgt_stats.denormalize(out.after).float()

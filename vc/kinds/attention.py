@@ -170,7 +170,6 @@ class AttentionKind(ModelKind):
         r = config.model.reduction_factor
         src, src_lens, extras = self.reads(batch, config.model)
         teacher = model(src, src_lens, batch.tgt, batch.tgt_lens, **extras)
-        extras.pop("content", None)
         free = model.inference(src, src_lens, config.inference, **extras)
         free_steps = decoder_steps(free.lens, r)
         focus = float(focus_rate(free.alignments, free_steps, free.enc_lens).mean())

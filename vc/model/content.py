@@ -90,8 +90,11 @@ class ContentSeq2SeqVC(ReadsContent, Seq2SeqVC):
         return super().forward(self.inputs(src, src_lens, pitch, content), src_lens, tgt, tgt_lens)
 
     @torch.no_grad()
-    def inference(self, src, src_lens, config: InferenceConfig | None = None, pitch=None) -> Seq2SeqOutput:
-        return super().inference(self.inputs(src, src_lens, pitch), src_lens, config)
+    def inference(
+        self, src, src_lens, config: InferenceConfig | None = None, pitch=None, content=None
+    ) -> Seq2SeqOutput:
+        """Free-running conversion; ``pitch`` and ``content`` as forward's."""
+        return super().inference(self.inputs(src, src_lens, pitch, content), src_lens, config)
 
 
 def build_attention_model(n_mels: int, config: ModelConfig) -> nn.Module:
