@@ -175,6 +175,14 @@ def write_half_phones(config: Config, path: Path) -> None:
     path.write_text(json.dumps(phones))
 
 
+def with_recognizer_phones(config: Config, folder: Path) -> None:
+    """The config given what a run's phone recognizer trains on, in place: half phones (write_half_phones)
+    in FOLDER/phones.json as data.phones, and a training of a moment (train.phonetic_minutes 0.01)."""
+    write_half_phones(config, folder / "phones.json")
+    config.data = dataclasses.replace(config.data, phones=str(folder / "phones.json"))
+    config.train = dataclasses.replace(config.train, phonetic_minutes=0.01)
+
+
 def teacher_forced_training_pairs(config: Config, checkpoint: Path):
     """(outputs, natural targets, converter): a checkpoint's teacher-forced predictions (teacher_forced)
     for every pair of the config's training list, beside those targets' log-mels."""

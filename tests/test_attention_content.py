@@ -16,7 +16,7 @@ from tests.helpers import (
     tensorboard_scalars,
     tiny_config,
     tiny_training_config,
-    write_half_phones,
+    with_recognizer_phones,
 )
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
@@ -109,9 +109,7 @@ def trained(tmp_path_factory, request):
     tmp = tmp_path_factory.mktemp("content")
     config = tiny_training_config(tmp)
     config.model = tiny_config(encoder_input=request.param, self_steps=1)
-    write_half_phones(config, tmp / "phones.json")
-    config.data = dataclasses.replace(config.data, phones=str(tmp / "phones.json"))
-    config.train = dataclasses.replace(config.train, phonetic_minutes=0.01)
+    with_recognizer_phones(config, tmp)
     exp = tmp / "exp"
     train(config, exp, progress=False)
     return config, exp

@@ -16,7 +16,7 @@ from tests.helpers import (
     tensorboard_scalars,
     tiny_config,
     tiny_training_config,
-    write_half_phones,
+    with_recognizer_phones,
 )
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
@@ -160,9 +160,7 @@ def trained(tmp_path_factory, request):
     config.model = tiny_config(
         "recognition_synthesis", decoder=request.param, encoder_reduction_factor=1, **SMALL
     )
-    write_half_phones(config, tmp / "phones.json")
-    config.data = dataclasses.replace(config.data, phones=str(tmp / "phones.json"))
-    config.train = dataclasses.replace(config.train, phonetic_minutes=0.01)
+    with_recognizer_phones(config, tmp)
     exp = tmp / "exp"
     train(config, exp, progress=False)
     return config, exp
@@ -277,9 +275,7 @@ def test_the_recognizer_trains_alone_and_the_run_after_it_reuses_it(tmp_path, ca
     recognizer's file and nothing of the synthesizer; the next vc train into the folder reads it."""
     config = tiny_training_config(tmp_path)
     config.model = tiny_config("recognition_synthesis", **SMALL)
-    write_half_phones(config, tmp_path / "phones.json")
-    config.data = dataclasses.replace(config.data, phones=str(tmp_path / "phones.json"))
-    config.train = dataclasses.replace(config.train, phonetic_minutes=0.01)
+    with_recognizer_phones(config, tmp_path)
     exp = tmp_path / "exp"
     assert train_recognizer(config, exp, progress=False) == exp / "phone_classifier.pt"
     first = (exp / "phone_classifier.pt").read_bytes()
@@ -297,9 +293,7 @@ def test_the_recognizer_hears_both_speakers_frames_augmented(tmp_path, monkeypat
 
     config = tiny_training_config(tmp_path)
     config.model = tiny_config("recognition_synthesis", **SMALL)
-    write_half_phones(config, tmp_path / "phones.json")
-    config.data = dataclasses.replace(config.data, phones=str(tmp_path / "phones.json"))
-    config.train = dataclasses.replace(config.train, phonetic_minutes=0.01)
+    with_recognizer_phones(config, tmp_path)
     config = config.with_overrides(["augment.recognizer_probability=1.0", "augment.freq_mask_width=2"])
     calls = []
     call = SourceAugment.__call__
