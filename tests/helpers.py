@@ -18,9 +18,11 @@ import torch
 
 from vc.artifacts.checkpoint import save_checkpoint
 from vc.audio import FeatureStats
-from vc.config import Config, DataConfig, ModelConfig, TrainConfig, model_section
+from vc.config import Config
 from vc.kinds import build_model
 from vc.packages import missing
+from vc.settings.kinds import ModelConfig, model_section
+from vc.settings.training import DataConfig, TrainConfig
 from vc.training.data import load_features
 from vc.training.loop import Job, Loop, Update
 

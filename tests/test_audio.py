@@ -8,8 +8,8 @@ import torch
 
 from tests.conftest import arctic_file
 from vc.audio import FeatureStats, LogMel, logmel_numpy, mel_basis, prepare_wave, read_audio
-from vc.config import AudioConfig
 from vc.errors import AudioError
+from vc.settings.audio import AudioConfig
 
 
 def test_mel_basis_equals_librosa():

@@ -14,9 +14,11 @@ from tests.helpers import speech_like, tensorboard_scalars, write_pair_list
 from vc import Converter
 from vc.artifacts.companion import MEL2LINEAR
 from vc.cli import main
-from vc.config import AudioConfig, Config, VocoderConfig
+from vc.config import Config
 from vc.errors import CheckpointError
 from vc.model.mel2linear import Mel2Linear, fit_linear
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import VocoderConfig
 from vc.training.mel2linear import masked_l1, spectral_convergence_loss
 from vc.vocoders import build_vocoder
 from vc.vocoders.griffin_lim import GriffinLimVocoder
@@ -237,7 +239,7 @@ def test_an_interrupted_training_resumes_to_the_same_network_and_keeps_no_state_
     tmp_path, monkeypatch
 ):
     """The one loop's checkpoints and --resume, for a network saved once at the end (OUT_training/)."""
-    from vc.config import Mel2LinearConfig
+    from vc.settings.training import Mel2LinearConfig
     from vc.training.loop import Loop
     from vc.training.mel2linear import train_mel2linear
 

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from vc.config import AudioConfig, Config
+from vc.config import Config
 from vc.errors import ConfigError
+from vc.settings.audio import AudioConfig
 from vc.vocoders.griffin_lim import GriffinLimVocoder, griffin_lim, spectral_convergence
 from vc.vocoders.pghi import pghi_phase, pghi_start
 

@@ -14,8 +14,9 @@ import torch
 
 import vc.vocoders.griffin_lim
 from vc.audio import LogMel, mel_basis
-from vc.config import AudioConfig, VocoderConfig
 from vc.errors import ConfigError
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import VocoderConfig
 from vc.vocoders.griffin_lim import GriffinLimVocoder, griffin_lim, spectral_convergence
 from vc.vocoders.magnitude import MAGNITUDE_FLOOR, mel_to_linear
 

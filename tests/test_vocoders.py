@@ -15,10 +15,12 @@ import torch
 
 from vc.audio import LogMel
 from vc.cli import main
-from vc.config import AudioConfig, Config, HifiganConfig, VocoderConfig
+from vc.config import Config
 from vc.errors import CheckpointError, ConfigError, MissingPackageError
 from vc.inference import Converter
 from vc.packages import missing
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import HifiganConfig, VocoderConfig
 from vc.vocoders import VOCODERS, make_vocoder, vocoder_name
 from vc.vocoders.hifigan import weights as hifigan_files
 from vc.vocoders.hifigan.generator import HifiganGenerator, fold_weight_norm, receptive_frames

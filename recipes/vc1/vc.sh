@@ -72,7 +72,7 @@
 #          docs/ablation.md, "The main job's time")
 # Trailing key=value arguments override the attention model's training config (e.g. train.max_minutes=5);
 # student.key=value ones the student's (e.g. student.train.max_minutes=5). Every training setting the
-# recipe uses by default is its config's (conf/*.yaml, vc/config.py): the options above only override them.
+# recipe uses by default is its config's (conf/*.yaml, vc/settings/): the options above only override them.
 set -euo pipefail
 
 stage=0

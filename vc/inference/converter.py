@@ -26,11 +26,12 @@ from vc.audio import FeatureStats, LogMel, Speech, prepare_speech, prepare_wave,
 from vc.audio.dsp import with_silence
 from vc.audio.pitch import pitch_of
 from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
-from vc.config import Config, VocoderConfig
+from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
 from vc.inference.long_form import convert_long
 from vc.kinds import build_model, get_kind
 from vc.model.aligned_source import aligned_source
+from vc.settings.vocoders import VocoderConfig
 from vc.vocoders import VOCODERS, make_vocoder, vocoder_name, vocoder_overrides
 
 log = logging.getLogger(__name__)

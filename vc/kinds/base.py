@@ -17,8 +17,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from vc.config import Config, InferenceConfig, ModelConfig
+from vc.config import Config
 from vc.errors import ConfigError
+from vc.settings.inference import InferenceConfig
+from vc.settings.kinds import ModelConfig
 
 
 @dataclass

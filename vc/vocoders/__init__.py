@@ -28,7 +28,9 @@ from vc.errors import ConfigError
 if TYPE_CHECKING:
     import torch
 
-    from vc.config import AudioConfig, Config, VocoderConfig
+    from vc.config import Config
+    from vc.settings.audio import AudioConfig
+    from vc.settings.vocoders import VocoderConfig
 
 
 def _griffin_lim(*args) -> torch.nn.Module:

@@ -14,8 +14,9 @@ import math
 
 import torch
 
-from vc.config import AudioConfig, VocoderConfig
 from vc.errors import ConfigError
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import VocoderConfig
 from vc.vocoders.magnitude import Magnitude
 from vc.vocoders.pghi import pghi_start
 
