@@ -18,7 +18,7 @@ from vc.config import Config
 from vc.errors import CheckpointError
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.settings.audio import AudioConfig
-from vc.settings.vocoders import VocoderConfig
+from vc.settings.vocoders import GriffinLimConfig
 from vc.training.mel2linear import masked_l1, spectral_convergence_loss
 from vc.vocoders import build_vocoder
 from vc.vocoders.griffin_lim import GriffinLimVocoder
@@ -126,13 +126,13 @@ def test_a_file_that_names_the_only_body_still_loads(tmp_path):
 def test_vocoder_uses_the_network_magnitude():
     audio = dataclasses.replace(SMALL, n_fft=16, win_length=16, hop_length=4, n_mels=N_MELS, fmin=0.0)
     net = tiny().eval()
-    vocoder = GriffinLimVocoder(audio, VocoderConfig(griffin_lim_iters=2), net)
+    vocoder = GriffinLimVocoder(audio, GriffinLimConfig(iters=2), net)
     logmel = torch.randn(2, 10, N_MELS) - 2
     lens = torch.tensor([10, 6])
     waves, wave_lens = vocoder(logmel, lens, generator=torch.Generator().manual_seed(0))
     assert waves.shape == (2, 40) and wave_lens.tolist() == [40, 24]
     assert torch.isfinite(waves).all() and torch.all(waves[1, 24:] == 0)
-    plain, _ = GriffinLimVocoder(audio, VocoderConfig(griffin_lim_iters=2))(
+    plain, _ = GriffinLimVocoder(audio, GriffinLimConfig(iters=2))(
         logmel, lens, generator=torch.Generator().manual_seed(0)
     )
     assert not torch.allclose(waves, plain)

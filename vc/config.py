@@ -52,7 +52,7 @@ class Config:
         """A config from its dict (YAML). ``stored``: a config a checkpoint or experiment folder holds;
         those from before each kind had its own section list every kind's model settings, and the
         other kinds' are dropped; a section whose keys have moved since reads them as they were
-        (Section.upgrade: vocoder.hifigan_KEY as vocoder.hifigan.KEY)."""
+        (Section.upgrade: a vocoder's settings moved into its own section)."""
         data = _without_retired(data or {})
         if stored:
             _upgraded(data)

@@ -46,40 +46,62 @@ class HifiganConfig(Section):
 
 
 @dataclass
+class GriffinLimConfig(Section):
+    """The griffin-lim vocoder's settings (vocoder.griffin_lim; vc/vocoders/griffin_lim.py reads them)."""
+
+    # Fast Griffin-Lim's iterations (Perraudin et al. 2013) and its momentum (0: the original algorithm).
+    iters: int = 32
+    momentum: float = 0.99
+    # The starting phase: "random", or "pghi", the phase integrated from the magnitude's own gradients
+    # (vc/vocoders/pghi.py: MOS +0.09 and +0.15 on two models, but 0.2 x real time in pure Python;
+    # docs/ablation.md, "Griffin-Lim from PGHI's phase").
+    init: str = "random"
+    # Magnitudes are raised to this power before phase recovery. Above 1 sounds crisper but scales
+    # the log spectrum, which costs MCD (docs/ablation.md), so 1.0 by default.
+    magnitude_power: float = 1.0
+
+    NAME: ClassVar[str] = "vocoder.griffin_lim"
+    POSITIVE: ClassVar[tuple[str, ...]] = ("iters",)
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"init": ("random", "pghi")}
+
+
+@dataclass
 class VocoderConfig(Section):
+    """Which vocoder, and a section for each vocoder that has settings, named as vocoder.kind names it
+    (its "-" a "_"; vc.vocoders.Vocoder.settings reads it)."""
+
     # Which vocoder turns the converted mels into audio: a name of vc.vocoders.VOCODERS, the one list of
     # them (checked there: this floor imports no vocoder). "griffin-lim": the mel -> linear network, then
     # Griffin-Lim; built in, the design's default.
     kind: str = "griffin-lim"
-    # Griffin-Lim's settings (the built-in vocoder's, in the section itself).
-    griffin_lim_iters: int = 32
-    momentum: float = 0.99
-    # Griffin-Lim's starting phase: "random", or "pghi", the phase integrated from the magnitude's own
-    # gradients (vc/vocoders/pghi.py: MOS +0.09 and +0.15 on two models, but 0.2 x real time in pure
-    # Python; docs/ablation.md, "Griffin-Lim from PGHI's phase").
-    griffin_lim_init: str = "random"
-    # Magnitudes are raised to this power before phase recovery. Above 1 sounds crisper but scales
-    # the log spectrum, which costs MCD (docs/ablation.md), so 1.0 by default.
-    magnitude_power: float = 1.0
+    griffin_lim: GriffinLimConfig = field(default_factory=GriffinLimConfig)
     hifigan: HifiganConfig = field(default_factory=HifiganConfig)
 
     NAME: ClassVar[str] = "vocoder"
-    POSITIVE: ClassVar[tuple[str, ...]] = ("griffin_lim_iters",)
-    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"griffin_lim_init": ("random", "pghi")}
-
-    # HiFi-GAN's settings in this section before they had their own (vocoder.hifigan): a stored config
-    # (a checkpoint, the bundled models, an experiment's config.yaml) reads vocoder.hifigan_KEY as
-    # vocoder.hifigan.KEY. Only stored configs: a config or an override written now spells the new key.
-    HIFIGAN_MOVED: ClassVar[tuple[str, ...]] = (
-        "checkpoint", "chunk_frames", "onnx_chunk_frames", "precision", "runtime"
-    )  # fmt: skip
+    # Each vocoder's settings in this section before they had their own: a stored config (a checkpoint,
+    # the bundled models, an experiment's config.yaml) reads the old key (vocoder.hifigan_checkpoint,
+    # vocoder.griffin_lim_iters) as its section's (vocoder.hifigan.checkpoint, vocoder.griffin_lim.iters).
+    # Only stored configs: a config or an override written now spells the new key.
+    MOVED: ClassVar[dict[str, str]] = {
+        "hifigan_checkpoint": "hifigan.checkpoint",
+        "hifigan_chunk_frames": "hifigan.chunk_frames",
+        "hifigan_onnx_chunk_frames": "hifigan.onnx_chunk_frames",
+        "hifigan_precision": "hifigan.precision",
+        "hifigan_runtime": "hifigan.runtime",
+        "griffin_lim_iters": "griffin_lim.iters",
+        "momentum": "griffin_lim.momentum",
+        "griffin_lim_init": "griffin_lim.init",
+        "magnitude_power": "griffin_lim.magnitude_power",
+    }
 
     @classmethod
     def upgrade(cls, values: dict[str, Any]) -> dict[str, Any]:
-        """vocoder.hifigan_KEY of HIFIGAN_MOVED -> vocoder.hifigan.KEY (a new dict)."""
+        """Each old key of MOVED -> its key in its vocoder's section (a new dict)."""
         values = dict(values)
-        section = dict(values.get("hifigan") or {})
-        for key in cls.HIFIGAN_MOVED:
-            if f"hifigan_{key}" in values:
-                section.setdefault(key, values.pop(f"hifigan_{key}"))
-        return {**values, "hifigan": section} if section else values
+        for old, new in cls.MOVED.items():
+            if old in values:
+                section, key = new.split(".")
+                moved = dict(values.get(section) or {})
+                moved.setdefault(key, values.pop(old))
+                values[section] = moved
+        return values

@@ -14,7 +14,7 @@ have started from.
 Measured (docs/ablation.md, "Griffin-Lim from PGHI's phase"): as Griffin-Lim's start, MOS +0.09
 [+0.04, +0.13] on the main job's model and +0.15 [+0.10, +0.20] on the bundled recognition-synthesis
 model, words and similarity no worse; but the heap runs in pure Python at about 0.2 x real time on one
-core, so it is an option (vocoder.griffin_lim_init: pghi), not the default.
+core, so it is an option (vocoder.griffin_lim.init: pghi), not the default.
 """
 
 from __future__ import annotations
