@@ -84,13 +84,13 @@ def add_experiment_args(sub: argparse.ArgumentParser) -> None:
     add_config_overrides(sub)
 
 
-def add_config_option(sub: argparse.ArgumentParser) -> None:
-    """--config: a YAML file or a starter config by name."""
+def add_config_option(sub, required: bool = True) -> None:
+    """--config: a YAML file or a starter config by name (on a parser, or a group of one)."""
     from vc.config import starter_configs
 
     sub.add_argument(
         "--config",
-        required=True,
+        required=required,
         help=f"YAML config, or a starter config by name: {', '.join(starter_configs())}",
     )
 
