@@ -12,9 +12,12 @@ from vc.settings.section import Section
 @dataclass
 class AudioConfig(Section):
     sample_rate: int = 16000
-    n_fft: int = 1024
-    win_length: int = 1024
-    hop_length: int = 256
+    n_fft: int = 1024  # STFT size (64 ms), as ESPnet's and seq2seq-vc's ARCTIC recipes
+    # The analysis window (Hann), 46 ms: the HiFi-GAN generator's. Through HiFi-GAN it kept more words and
+    # more of the voice than the design's 1024 (64 ms), at a little of Griffin-Lim's sound; adopted with the
+    # recognition-synthesis converter (docs/ablation.md, "Adopted settings").
+    win_length: int = 736
+    hop_length: int = 256  # 16 ms frame shift
     n_mels: int = 80
     fmin: float = 80.0
     fmax: float = 7600.0
