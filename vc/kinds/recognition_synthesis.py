@@ -34,7 +34,7 @@ class RecognitionSynthesisKind(ModelKind):
     needs_recognizer = True
     needs_pitch = True
     postfilter_reads_input = False  # teacher-forced, its input is the target it must predict
-    phonetic_labels = "target"  # it learns the target's frames at their own timing
+    phonetic_loss = True  # it learns the target's frames at their own timing
     trains_on_crops = True  # the parallel decoder's: content, pitch and frames share one timeline
     augments = "target"  # its content is read from the target's own frames
 
