@@ -123,11 +123,9 @@ def section_overrides(args, section: str) -> list[str]:
     """A companion trainer's flags (--max-minutes, ...) as overrides of its config section, then --set."""
     import dataclasses
 
-    from vc import config as config_module
+    from vc.settings.training import Mel2LinearConfig, PostfilterConfig
 
-    kind = {"mel2linear": config_module.Mel2LinearConfig, "postfilter": config_module.PostfilterConfig}[
-        section
-    ]
+    kind = {"mel2linear": Mel2LinearConfig, "postfilter": PostfilterConfig}[section]
     given = {
         f.name: getattr(args, f.name)
         for f in dataclasses.fields(kind)
