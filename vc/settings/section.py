@@ -15,7 +15,7 @@ class Section:
     """A section's checks. A subclass lists its own keys (each class's lists are checked, a subclass's
     added to its parents'), and check() holds what a list cannot say."""
 
-    # Where the section stands in the config, for its errors: "audio", "vocoder.hifigan".
+    # Where the section stands in the config, for its errors: "audio", "model"; a sub-section's dotted place.
     NAME: ClassVar[str] = ""
     POSITIVE: ClassVar[tuple[str, ...]] = ()
     ODD: ClassVar[tuple[str, ...]] = ()  # odd, to keep lengths (convolution kernels)
