@@ -28,7 +28,7 @@ from convert_rtf import batches_like_convert_files, convert_all
 FLOAT32 = ("vocoder.hifigan.precision=float32",)
 VARIANTS = (
     ("griffin-lim", ()),
-    ("griffin-lim", ("vocoder.griffin_lim_init=pghi",)),  # from PGHI's phase (an option, issue 98)
+    ("griffin-lim", ("vocoder.griffin_lim.init=random",)),  # from a random phase (the default before PGHI)
     ("hifigan", ()),
     ("hifigan", FLOAT32),  # left out where the default is float32 already
     ("hifigan", (*FLOAT32, "vocoder.hifigan.runtime=torch")),
@@ -58,8 +58,8 @@ def measure_cell(
     )
     if vocoder == "hifigan":  # the name the row shows: what "auto" became on this CPU
         vocoder = f"hifigan ({hifigan_arithmetic(converter.config.vocoder)})"
-    elif converter.config.vocoder.griffin_lim_init != "random":
-        vocoder = f"{vocoder} ({converter.config.vocoder.griffin_lim_init} start)"
+    elif converter.config.vocoder.griffin_lim.init != "random":
+        vocoder = f"{vocoder} ({converter.config.vocoder.griffin_lim.init} start)"
     load_seconds = time.perf_counter() - start
     audio = converter.config.audio
     pairs = list_pairs(setup, "eval", setup.sizes.gl_utterances)

@@ -18,9 +18,12 @@ import torch
 
 from vc.artifacts.checkpoint import save_checkpoint
 from vc.audio import FeatureStats
-from vc.config import Config, DataConfig, ModelConfig, TrainConfig, model_section
+from vc.config import Config
 from vc.kinds import build_model
 from vc.packages import missing
+from vc.settings.kinds import ModelConfig, model_section
+from vc.settings.training import DataConfig, TrainConfig
+from vc.settings.vocoders import GriffinLimConfig
 from vc.training.data import load_features
 from vc.training.loop import Job, Loop, Update
 
@@ -105,7 +108,7 @@ def tiny_training_config(tmp_path: Path, **train_overrides) -> Config:
         evolution_columns=4,
         **train_overrides,
     )
-    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim_iters=2)
+    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim=GriffinLimConfig(iters=2))
     return config
 
 
@@ -126,7 +129,7 @@ def save_tiny_checkpoint(path: Path) -> Config:
     config = Config()
     config.audio = dataclasses.replace(config.audio, n_mels=TINY_MELS)
     config.model = tiny_config()
-    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim_iters=2)
+    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim=GriffinLimConfig(iters=2))
     torch.manual_seed(0)
     model = build_model(TINY_MELS, config.model)
     stats = FeatureStats(np.full(TINY_MELS, -2.0, np.float32), np.ones(TINY_MELS, np.float32)).to_dict()

@@ -8,8 +8,8 @@ import torch
 
 from tests.conftest import arctic_file
 from vc.audio import FeatureStats, LogMel, logmel_numpy, mel_basis, prepare_wave, read_audio
-from vc.config import AudioConfig
 from vc.errors import AudioError
+from vc.settings.audio import AudioConfig
 
 
 def test_mel_basis_equals_librosa():
@@ -25,9 +25,9 @@ def test_logmel_of_real_speech_matches_librosa():
     spec = np.abs(
         librosa.stft(
             y=wave,
-            n_fft=1024,
-            hop_length=256,
-            win_length=1024,
+            n_fft=config.n_fft,
+            hop_length=config.hop_length,
+            win_length=config.win_length,
             window="hann",
             center=True,
             pad_mode="constant",

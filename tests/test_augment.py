@@ -3,8 +3,10 @@ import pytest
 import torch
 
 from vc.audio import FeatureStats
-from vc.config import AudioConfig, AugmentConfig, Config
+from vc.config import Config
 from vc.errors import ConfigError
+from vc.settings.audio import AudioConfig
+from vc.settings.training import AugmentConfig
 from vc.training.augment import SourceAugment, warp_table
 
 AUDIO = AudioConfig()

@@ -17,6 +17,7 @@ from vc.cli import main
 from vc.config import Config
 from vc.errors import CheckpointError
 from vc.kinds import build_model
+from vc.settings.vocoders import GriffinLimConfig
 
 N_MELS = 16
 
@@ -26,7 +27,7 @@ def write_snapshots(folder, steps=(100, 200, 300), stats_mean=-2.0, decoder_rnn_
     config = Config()
     config.audio = dataclasses.replace(config.audio, n_mels=N_MELS)
     config.model = tiny_config() if decoder_rnn_dim is None else tiny_config(decoder_rnn_dim=decoder_rnn_dim)
-    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim_iters=2)
+    config.vocoder = dataclasses.replace(config.vocoder, griffin_lim=GriffinLimConfig(iters=2))
     stats = FeatureStats(np.full(N_MELS, stats_mean, np.float32), np.ones(N_MELS, np.float32)).to_dict()
     paths = []
     for step in steps:

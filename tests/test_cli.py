@@ -154,6 +154,28 @@ def test_vc_config_prints_the_config_train_would_resolve_whole_or_by_key(capsys)
     assert err.count("\n") == 1 and "unknown config key 'train.nope'" in err and "train.max_minutes" in err
 
 
+def test_vc_config_prints_the_recipes_budget_and_vocoders_as_shell_lines(capsys, monkeypatch):
+    assert (
+        main(["config", "--config", "recognition_synthesis", "train.max_minutes=0.05", "--budget", "1.6"])
+        == 0
+    )
+    lines = capsys.readouterr().out.split()
+    assert lines == ["max_minutes=0.05", "cap_seconds=3", "scaled_minutes=0.08", "phone_recognizer=1"]
+    assert main(["config", "--config", "default", "--budget", "2"]) == 0
+    assert "scaled_minutes=40.00" in capsys.readouterr().out.split()
+    assert main(["config", "--vocoders", "hifigan,griffin-lim"]) == 0
+    assert capsys.readouterr().out.split("\n")[:2] == ["vocoders=hifigan,griffin-lim", "beside='hifigan'"]
+    monkeypatch.setattr("vc.packages.missing", lambda *names: list(names))  # no weights installed
+    assert main(["config", "--vocoders", "auto"]) == 0
+    assert capsys.readouterr().out.split("\n")[:2] == ["vocoders=griffin-lim", "beside=''"]
+    for bad in ("hifigan", "griffin-lim,wavenet"):
+        assert main(["config", "--vocoders", bad]) == 1
+        assert capsys.readouterr().err.strip() == (
+            f"vc config: error: --vocoders takes griffin-lim and optionally hifigan (griffin-lim,hifigan), "
+            f"got '{bad}'"
+        )
+
+
 def test_a_reader_that_closes_the_pipe_early_gets_no_error_line():
     reader = "pass"  # closes the pipe before vc has started
     run = subprocess.run(

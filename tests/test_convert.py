@@ -443,7 +443,7 @@ def test_verbose_shows_library_warnings_in_the_debug_log(tmp_path):
 def test_converting_imports_neither_librosa_nor_scipy():
     """Their imports cost about 2 s of a conversion's cold start (vc/audio/dsp.py replaces what it used)."""
     code = (
-        "import sys, numpy as np; from vc.audio import prepare_wave, LogMel; from vc.config import AudioConfig; "
+        "import sys, numpy as np; from vc.audio import prepare_wave, LogMel; from vc.settings.audio import AudioConfig; "
         "import vc.cli, vc.inference, vc.artifacts.pretrained; "
         "t = np.arange(16000) / 16000; prepare_wave(np.sin(2 * np.pi * 200 * t) * (t > 0.3), 16000, AudioConfig()); "
         "LogMel(AudioConfig()); "

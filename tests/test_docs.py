@@ -17,12 +17,12 @@ from vc.kinds import KINDS
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = tuple(f.name for f in dataclasses.fields(Config))
 _SECTION = "|".join(SECTIONS)
-# `section.key: value` states the package default ...
-COLON = re.compile(rf"`({_SECTION})\.(\w+): ([^`]+)`")
+# `section.key: value` states the package default (the key may be dotted: vocoder.griffin_lim.iters) ...
+COLON = re.compile(rf"`({_SECTION})\.([\w.]+): ([^`]+)`")
 # ... and so does `section.key` (default value), the value ending at a comma, semicolon or parenthesis.
-DEFAULT = re.compile(rf"`({_SECTION})\.(\w+)` \(default:? ([^,;)]+)")
+DEFAULT = re.compile(rf"`({_SECTION})\.([\w.]+)` \(default:? ([^,;)]+)")
 # Any backticked config key, alone or as an override (`section.key=value`), must exist.
-NAMED = re.compile(rf"`({_SECTION})\.(\w+)(?:[=:][^`]*)?`")
+NAMED = re.compile(rf"`({_SECTION})\.([\w.]+)(?:[=:][^`]*)?`")
 FILE_SUFFIXES = {"pt", "py", "yaml", "json", "npy", "png", "tsv", "txt"}  # `postfilter.pt` is a file
 
 # The README's sections, in this order (a heading may say more, e.g. "Train on CMU ARCTIC").
@@ -63,22 +63,28 @@ def stated_defaults(text: str) -> list[tuple[str, str, str]]:
 
 
 def section_with(config: Config, section: str, key: str):
-    """The config section that holds ``key``: a model key in the section of the kind that has it
-    (each kind's own settings live in its section, vc/kinds/)."""
+    """The config section that holds ``key`` (its last part, for a dotted one: the sub-section of the rest):
+    a model key in the section of the kind that has it (each kind's own section, vc/settings/kinds.py)."""
     if section == "model":
         return next((kind.config() for kind in KINDS.values() if hasattr(kind.config, key)), config.model)
-    return getattr(config, section)
+    where = getattr(config, section)
+    for part in key.split(".")[:-1]:
+        where = getattr(where, part, None)
+    return where
+
+
+def has_key(config: Config, section: str, key: str) -> bool:
+    return hasattr(section_with(config, section, key), key.split(".")[-1])
 
 
 def mismatches(text: str, config: Config) -> list[str]:
     """Each stated default that is not the dataclass default, as 'section.key: doc X, code Y'."""
     wrong = []
     for section, key, written in stated_defaults(text):
-        where = section_with(config, section, key)
-        if not hasattr(where, key):
+        if not has_key(config, section, key):
             wrong.append(f"{section}.{key}: no such key")
             continue
-        code = getattr(where, key)
+        code = getattr(section_with(config, section, key), key.split(".")[-1])
         if not same_value(yaml.safe_load(written.strip()), code):
             wrong.append(f"{section}.{key}: doc {written.strip()!r}, code {code!r}")
     return wrong
@@ -107,7 +113,7 @@ def test_design_names_only_existing_config_keys():
     unknown = [
         f"{section}.{key}"
         for section, key in NAMED.findall(text)
-        if key not in FILE_SUFFIXES and not hasattr(section_with(config, section, key), key)
+        if key not in FILE_SUFFIXES and not has_key(config, section, key)
     ]
     assert unknown == []
 
@@ -127,7 +133,9 @@ def test_a_wrong_default_in_the_doc_fails(line, wrong):
 
 
 def test_a_right_default_passes():
-    text = "`train.decay: linear`, `audio.max_duration` (default 60, seconds), `vocoder.magnitude_power: 1.0`"
+    text = (
+        "`train.decay: linear`, `audio.max_duration` (default 60, seconds), `vocoder.griffin_lim.iters: 32`"
+    )
     assert len(stated_defaults(text)) == 3
     assert mismatches(text, Config()) == []
 

@@ -62,7 +62,7 @@ def test_trim_silence_equals_librosa(case, top_db, frame_length, hop_length):
     "speaker, utt", [("bdl", "arctic_a0001"), ("slt", "arctic_b0500"), ("bdl", "arctic_b0340")]
 )
 def test_trim_silence_equals_librosa_on_real_speech(speaker, utt):
-    from vc.config import AudioConfig
+    from vc.settings.audio import AudioConfig
 
     config = AudioConfig(trim_top_db=0.0)  # read untrimmed, then trim both ways
     wave = read_audio(arctic_file(speaker, utt), config)

@@ -1,4 +1,5 @@
-"""Model kinds behind one registry: a new kind is one module and one registry line."""
+"""Model kinds behind one registry: a new kind is one module and one registry line, beside its model
+section and that section's line in vc/settings/kinds.py."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from torch import nn
 from tests.helpers import speech_like, tiny_config, tiny_training_config
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint, step_checkpoints
-from vc.config import ModelConfig
 from vc.errors import ConfigError
 from vc.kinds import KINDS, ModelKind, build_model, get_kind
 from vc.masks import make_pad_mask
+from vc.settings.kinds import MODEL_SECTIONS, ModelConfig
 from vc.training.trainer import model_loop, train
 
 
@@ -77,7 +78,8 @@ class FrameKind(ModelKind):
 
 @pytest.fixture()
 def toy_kind(monkeypatch):
-    monkeypatch.setitem(KINDS, FrameKind.name, FrameKind())  # the one registry line
+    monkeypatch.setitem(MODEL_SECTIONS, FrameKind.name, ToyConfig)  # its section's line
+    monkeypatch.setitem(KINDS, FrameKind.name, FrameKind())  # its kind's line
 
 
 def test_a_registered_kind_trains_checkpoints_resumes_and_converts(tmp_path, toy_kind):
@@ -104,6 +106,10 @@ def test_a_registered_kind_trains_checkpoints_resumes_and_converts(tmp_path, toy
     assert rate == 16000 and len(wave) > 0 and np.isfinite(wave).all()
     result = converter.convert_file(tmp_path / "src0.wav")
     assert result.alignment.shape[0] == result.alignment.shape[1]  # one row per output frame
+
+
+def test_the_config_floor_knows_every_kind_by_the_section_its_kind_names():
+    assert {name: kind.config for name, kind in KINDS.items()} == MODEL_SECTIONS
 
 
 def test_every_kind_is_built_by_name_and_an_unknown_one_is_a_clear_error():

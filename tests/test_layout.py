@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "vc"
 # Lower number = lower layer. A module's layer is that of its longest matching prefix.
 LAYERS = {
-    "vc.errors": 0, "vc.config": 0, "vc.fileio": 0, "vc.progress": 0, "vc.quiet": 0,
+    "vc.errors": 0, "vc.settings": 0, "vc.config": 0, "vc.fileio": 0, "vc.progress": 0, "vc.quiet": 0,
     "vc.pairs": 0, "vc.plotting": 0, "vc.masks": 0, "vc.parallel": 0, "vc.cores": 0, "vc.packages": 0,
     "vc.audio": 1, "vc.model": 1,
     "vc.artifacts": 2,
@@ -98,22 +98,31 @@ def test_no_module_imports_another_that_imports_it_back():
     assert not cycles, "\n".join(cycles)
 
 
-def test_a_config_reads_without_importing_anything_first(tmp_path):
-    """Config() and load_config from a bare `import vc.config`, in a fresh interpreter: the kinds' sections
-    are found when a config is read (the package's entry point), not by an import beforehand."""
+def test_a_config_reads_from_a_source_checkout_without_installing_or_torch(tmp_path):
+    """Config() and load_config in a fresh interpreter that sees this checkout and PyYAML alone: no
+    installed package (no metadata, no entry point), no torch. Every section, the kinds' too, is known to
+    the config floor (vc/settings/), not found by importing a model."""
     import subprocess
     import sys
 
-    student = Path(__file__).resolve().parents[1] / "egs" / "arctic" / "vc1" / "conf" / "student.yaml"
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "yaml").symlink_to(Path(yaml.__file__).parent)
+    student = root / "egs" / "arctic" / "vc1" / "conf" / "student.yaml"
     code = (
+        f"import sys; sys.path[:0] = [{str(root)!r}, {str(lib)!r}]\n"
         "from vc.config import Config, load_config\n"
-        f"print(type(Config().model).__name__, type(load_config({str(student)!r}).model).__name__)"
+        f"print(type(Config().model).__name__, type(load_config({str(student)!r}).model).__name__)\n"
+        "print('torch' in sys.modules)"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
-    )
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )  # -S: no site-packages, so neither an installed vc nor torch can be found
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["AttentionConfig", "NonAutoregressiveConfig"]
+    assert done.stdout.split() == ["AttentionConfig", "NonAutoregressiveConfig", "False"]
 
 
 def test_the_graph_sees_function_level_imports():

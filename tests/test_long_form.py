@@ -11,8 +11,8 @@ from tests.helpers import speech_like
 from vc import Converter
 from vc.audio import read_audio
 from vc.cli import main
-from vc.config import AudioConfig
 from vc.inference.long_form import PIECE_SECONDS, pieces
+from vc.settings.audio import AudioConfig
 
 SR = 16000
 

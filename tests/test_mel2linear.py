@@ -14,9 +14,11 @@ from tests.helpers import speech_like, tensorboard_scalars, write_pair_list
 from vc import Converter
 from vc.artifacts.companion import MEL2LINEAR
 from vc.cli import main
-from vc.config import AudioConfig, Config, VocoderConfig
+from vc.config import Config
 from vc.errors import CheckpointError
 from vc.model.mel2linear import Mel2Linear, fit_linear
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import GriffinLimConfig
 from vc.training.mel2linear import masked_l1, spectral_convergence_loss
 from vc.vocoders import build_vocoder
 from vc.vocoders.griffin_lim import GriffinLimVocoder
@@ -124,13 +126,13 @@ def test_a_file_that_names_the_only_body_still_loads(tmp_path):
 def test_vocoder_uses_the_network_magnitude():
     audio = dataclasses.replace(SMALL, n_fft=16, win_length=16, hop_length=4, n_mels=N_MELS, fmin=0.0)
     net = tiny().eval()
-    vocoder = GriffinLimVocoder(audio, VocoderConfig(griffin_lim_iters=2), net)
+    vocoder = GriffinLimVocoder(audio, GriffinLimConfig(iters=2), net)
     logmel = torch.randn(2, 10, N_MELS) - 2
     lens = torch.tensor([10, 6])
     waves, wave_lens = vocoder(logmel, lens, generator=torch.Generator().manual_seed(0))
     assert waves.shape == (2, 40) and wave_lens.tolist() == [40, 24]
     assert torch.isfinite(waves).all() and torch.all(waves[1, 24:] == 0)
-    plain, _ = GriffinLimVocoder(audio, VocoderConfig(griffin_lim_iters=2))(
+    plain, _ = GriffinLimVocoder(audio, GriffinLimConfig(iters=2))(
         logmel, lens, generator=torch.Generator().manual_seed(0)
     )
     assert not torch.allclose(waves, plain)
@@ -237,7 +239,7 @@ def test_an_interrupted_training_resumes_to_the_same_network_and_keeps_no_state_
     tmp_path, monkeypatch
 ):
     """The one loop's checkpoints and --resume, for a network saved once at the end (OUT_training/)."""
-    from vc.config import Mel2LinearConfig
+    from vc.settings.training import Mel2LinearConfig
     from vc.training.loop import Loop
     from vc.training.mel2linear import train_mel2linear
 

@@ -12,9 +12,9 @@ from tests.helpers import needs
 from tests.synthetic_exp import UTTS, make_experiment
 from vc.audio import read_audio, write_audio
 from vc.cli import main
-from vc.config import AudioConfig
 from vc.evaluation import registry
 from vc.evaluation.metric import Column, FileJob, Metric
+from vc.settings.audio import AudioConfig
 
 
 class Loudness(Metric):

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from tests.helpers import tiny_config
-from vc.config import InferenceConfig
 from vc.kinds import build_model
 from vc.kinds.losses import compute_losses
 from vc.masks import make_pad_mask
 from vc.model.attention import ATTENTION_TYPES
+from vc.settings.inference import InferenceConfig
 
 N_MELS = 6
 

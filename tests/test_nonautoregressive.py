@@ -7,11 +7,12 @@ import pytest
 import torch
 
 from tests.helpers import fit, tiny_config
-from vc.config import AudioConfig, InferenceConfig
 from vc.kinds import build_model, get_kind
 from vc.kinds.losses import duration_loss
 from vc.model import NonAutoregressiveVC
 from vc.model.nonautoregressive import cap_durations, length_regulate, predicted_durations
+from vc.settings.audio import AudioConfig
+from vc.settings.inference import InferenceConfig
 from vc.training.durations import (
     durations_from_alignment,
     durations_from_dtw,

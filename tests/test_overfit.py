@@ -9,9 +9,11 @@ import torch
 from tests.conftest import arctic_file
 from tests.helpers import fit
 from vc.audio import FeatureStats, logmel_numpy, read_audio
-from vc.config import AudioConfig, Config, InferenceConfig
+from vc.config import Config
 from vc.kinds import build_model
 from vc.kinds.losses import compute_losses
+from vc.settings.audio import AudioConfig
+from vc.settings.inference import InferenceConfig
 
 
 def normalised_logmel(speaker: str, config: AudioConfig) -> torch.Tensor:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 
 from tests.helpers import tiny_config
-from vc.config import InferenceConfig
 from vc.model.parallel_synthesizer import ParallelSynthesizer, resample_frames, source_durations
+from vc.settings.inference import InferenceConfig
 
 
 def numbered(lens: list[int]) -> tuple[torch.Tensor, torch.Tensor]:

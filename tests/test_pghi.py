@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from vc.config import AudioConfig, Config
+from vc.config import Config
 from vc.errors import ConfigError
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import GriffinLimConfig
 from vc.vocoders.griffin_lim import GriffinLimVocoder, griffin_lim, spectral_convergence
 from vc.vocoders.pghi import pghi_phase, pghi_start, spanning_tree_integral
 
@@ -140,12 +142,12 @@ def test_a_padded_batch_gives_each_item_the_phase_it_has_alone():
 
 
 def test_the_vocoder_option_gives_each_item_of_a_batch_its_own_phase():
-    """vocoder.griffin_lim_init=pghi through GriffinLimVocoder: in a padded batch each item's phase is
+    """vocoder.griffin_lim.init=pghi through GriffinLimVocoder: in a padded batch each item's phase is
     integrated from its own frames (another neighbour leaves it as it was), also beside a long item
     (20 s); it differs from the random start; a wrong value is a config error."""
-    config = Config().with_overrides(["vocoder.griffin_lim_init=pghi", "vocoder.griffin_lim_iters=2"])
+    config = Config().with_overrides(["vocoder.griffin_lim.init=pghi", "vocoder.griffin_lim.iters=2"])
     audio = AudioConfig()
-    vocoder = GriffinLimVocoder(audio, config.vocoder)
+    vocoder = GriffinLimVocoder(audio, config.vocoder.griffin_lim)
     rng = torch.Generator().manual_seed(1)
     long, short = 20 * SR // audio.hop_length, 40
     logmel = torch.randn(2, long, audio.n_mels, generator=rng) - 4.0
@@ -157,11 +159,8 @@ def test_the_vocoder_option_gives_each_item_of_a_batch_its_own_phase():
     assert waves.shape == (2, long * audio.hop_length) and wave_lens.tolist() == [long * 256, short * 256]
     assert torch.isfinite(waves).all() and waves[1, short * audio.hop_length :].abs().max() == 0
     assert torch.equal(waves[1], beside[1]) and not torch.allclose(waves[0], beside[0])
-    plain = GriffinLimVocoder(
-        audio,
-        Config().with_overrides(["vocoder.griffin_lim_init=random", "vocoder.griffin_lim_iters=2"]).vocoder,
-    )
+    plain = GriffinLimVocoder(audio, GriffinLimConfig(iters=2, init="random"))
     random_start, _ = plain(logmel, lens, generator=torch.Generator().manual_seed(0))
     assert not torch.allclose(waves[1], random_start[1])
-    with pytest.raises(ConfigError, match="griffin_lim_init"):
-        Config().with_overrides(["vocoder.griffin_lim_init=zero"])
+    with pytest.raises(ConfigError, match="vocoder.griffin_lim.init"):
+        Config().with_overrides(["vocoder.griffin_lim.init=zero"])

@@ -12,7 +12,7 @@ import torch
 from tests.helpers import write_pair_list
 from vc.audio import LogMel
 from vc.audio.pitch import log_f0_stats, pitch_features, pitch_of, yin
-from vc.config import AudioConfig
+from vc.settings.audio import AudioConfig
 from vc.training import data
 from vc.training.data import pitch_inputs
 

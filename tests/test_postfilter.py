@@ -14,9 +14,11 @@ from vc import Converter
 from vc.artifacts.companion import POSTFILTER, network_from_payload
 from vc.artifacts.export import export_model
 from vc.cli import main
-from vc.config import AudioConfig, Config, PostfilterConfig
+from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
+from vc.settings.audio import AudioConfig
+from vc.settings.training import PostfilterConfig
 from vc.training.postfilter import temporal_detail, train_postfilter
 
 N_MELS = TINY_MELS  # the model_checkpoint fixture's

@@ -294,12 +294,12 @@ def test_a_bad_option_is_one_line_and_status_2_before_any_stage(tmp_path, option
 
 
 FAKE_VC = r"""#!/usr/bin/env bash
-# Records each call (and its torch threads); makes the files the recipe looks for next; `vc cores` finds
-# the gain $FAKE_GAIN; `vc config` is the real one.
+# Records each call (and its torch threads) but `vc config`'s, the real one; makes the files the recipe
+# looks for next; `vc cores` finds the gain $FAKE_GAIN.
+if [ "$1" = config ]; then exec python3 -m vc "$@"; fi  # the recipe's settings, as they are (not recorded)
 printf '%s\n' "$*" >> "$VC_CALLS"
 printf '%s %s\n' "$1" "${OMP_NUM_THREADS:-all}" >> "$VC_CALLS.threads"
 if [ "$1" = cores ]; then printf '{"gain": %s}\n' "$FAKE_GAIN" > "$3"; exit 0; fi
-if [ "$1" = config ]; then exec python3 -m vc "$@"; fi  # the recipe's settings, as they are
 teacher=no; [ "$1 $2 ${3##*/}" != "train --config default.yaml" ] || teacher=yes
 command=$1 words=" $* " out="" stop="" config=""
 while [ $# -gt 0 ]; do

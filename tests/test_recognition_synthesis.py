@@ -22,12 +22,13 @@ from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.artifacts.companion import read_network_payload
 from vc.cli import main
-from vc.config import Config, InferenceConfig
+from vc.config import Config
 from vc.errors import ConfigError
 from vc.kinds import get_kind
 from vc.masks import random_windows, take_frames
 from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.pairs import read_pair_list
+from vc.settings.inference import InferenceConfig
 from vc.training.data import Batch
 from vc.training.phonetic import MARKER
 from vc.training.trainer import ModelJob, model_loop, train, train_recognizer

@@ -18,9 +18,10 @@ from tests.helpers import save_tiny_checkpoint, tensorboard_scalars, tiny_traini
 from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint, step_checkpoints
 from vc.audio import write_audio
 from vc.cli import main
-from vc.config import PostfilterConfig, dump_config
+from vc.config import dump_config
 from vc.errors import CheckpointError, TrainingError, WriteError
 from vc.fileio import atomic_save, atomic_write_text
+from vc.settings.training import PostfilterConfig
 from vc.training.nonfinite import NonFiniteGuard
 from vc.training.postfilter import train_postfilter
 from vc.training.trainer import model_loop

@@ -11,8 +11,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tests.helpers import tiny_training_config
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.cli import main
-from vc.config import AudioConfig, Config, ConfigError, dump_config
+from vc.config import Config, ConfigError, dump_config
 from vc.listening.gather import gather
+from vc.settings.audio import AudioConfig
 from vc.training.converts import ConvertsRule
 from vc.training.loop import resumed_best_score
 from vc.training.selection import FreeRunning, log_mel_cepstrum, mel_cepstral_distance

@@ -14,8 +14,9 @@ import torch
 
 import vc.vocoders.griffin_lim
 from vc.audio import LogMel, mel_basis
-from vc.config import AudioConfig, VocoderConfig
 from vc.errors import ConfigError
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import GriffinLimConfig
 from vc.vocoders.griffin_lim import GriffinLimVocoder, griffin_lim, spectral_convergence
 from vc.vocoders.magnitude import MAGNITUDE_FLOOR, mel_to_linear
 
@@ -199,7 +200,7 @@ def test_vocoder_end_to_end(spectrogram_power):
         logmel, frame_lens = extractor(waves, wave_lens)
         reference = extractor.magnitude(waves)
     # Power 1 so that the output can be compared with the input's magnitude.
-    vocoder = GriffinLimVocoder(audio, VocoderConfig(magnitude_power=1.0))
+    vocoder = GriffinLimVocoder(audio, GriffinLimConfig(magnitude_power=1.0))
     assert not vocoder.state_dict(), "window and pseudo-inverse are derived, not saved"
 
     out, out_lens = vocoder(logmel, frame_lens, generator=torch.Generator().manual_seed(SEED))
@@ -220,11 +221,11 @@ def test_vocoder_end_to_end(spectrogram_power):
 def test_vocoder_default_config_runs():
     audio = AudioConfig(**SMALL)
     logmel, frame_lens = LogMel(audio)(tone(2000)[None])
-    out, out_lens = GriffinLimVocoder(audio, VocoderConfig())(logmel, frame_lens)
+    out, out_lens = GriffinLimVocoder(audio, GriffinLimConfig())(logmel, frame_lens)
     assert out.shape == (1, logmel.shape[1] * audio.hop_length) and out_lens.tolist() == [out.shape[1]]
     assert torch.isfinite(out).all() and out.abs().max() > 0
     with pytest.raises(ConfigError, match="hop_length"):
-        GriffinLimVocoder(AudioConfig(**{**SMALL, "hop_length": 160}), VocoderConfig())
+        GriffinLimVocoder(AudioConfig(**{**SMALL, "hop_length": 160}), GriffinLimConfig())
 
 
 @pytest.mark.parametrize("nnls_steps", [0, 10])

@@ -15,10 +15,12 @@ import torch
 
 from vc.audio import LogMel
 from vc.cli import main
-from vc.config import AudioConfig, Config, HifiganConfig, VocoderConfig
+from vc.config import Config
 from vc.errors import CheckpointError, ConfigError, MissingPackageError
 from vc.inference import Converter
 from vc.packages import missing
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import GriffinLimConfig, HifiganConfig, VocoderConfig
 from vc.vocoders import VOCODERS, make_vocoder, vocoder_name
 from vc.vocoders.hifigan import weights as hifigan_files
 from vc.vocoders.hifigan.generator import HifiganGenerator, fold_weight_norm, receptive_frames
@@ -350,9 +352,9 @@ def test_converter_chooses_and_keeps_each_vocoder(checkpoint):
     assert converter.with_options(vocoder="hifigan").vocoder is neural.vocoder  # built once per settings
     # Griffin-Lim's iterations are not HiFi-GAN's settings: the same generator (vc serve asks for 4).
     again = converter.with_options(vocoder="hifigan", griffin_lim_iters=4)
-    assert again.vocoder is neural.vocoder and again.config.vocoder.griffin_lim_iters == 4
+    assert again.vocoder is neural.vocoder and again.config.vocoder.griffin_lim.iters == 4
     fewer = converter.with_options(griffin_lim_iters=4)  # Griffin-Lim's own setting: its own vocoder
-    assert fewer.vocoder is not converter.vocoder and fewer.vocoder.vocoder.griffin_lim_iters == 4
+    assert fewer.vocoder is not converter.vocoder and fewer.vocoder.settings.iters == 4
     wave = np.random.default_rng(0).standard_normal(8000).astype(np.float32) * 0.1
     out, rate = neural.convert(wave, 16000)
     assert rate == 16000 and out.dtype == np.float32 and np.isfinite(out).all() and len(out) > 0
@@ -465,20 +467,29 @@ def test_cli_refuses_a_generator_checkpoint_with_griffin_lim(checkpoint, tmp_pat
     assert code == 1 and len(err) == 1 and "hifigan" in err[0]
 
 
-def test_a_stored_config_reads_hifigans_flat_keys_as_its_section():
-    """Checkpoints and the bundled models store vocoder.hifigan_KEY (before HiFi-GAN had a section):
-    they load as vocoder.hifigan.KEY; a config written now must spell the section."""
+def test_a_stored_config_reads_each_vocoders_flat_keys_as_its_section():
+    """Checkpoints and the bundled models store vocoder.hifigan_KEY and Griffin-Lim's keys flat (before
+    each vocoder had a section): they load as vocoder.hifigan.KEY and vocoder.griffin_lim.KEY; a config
+    written now must spell the section."""
     flat = {
         "kind": "hifigan",
         "hifigan_checkpoint": "g.pth",
         "hifigan_precision": "float32",
         "griffin_lim_iters": 8,
+        "momentum": 0.9,
+        "griffin_lim_init": "pghi",
+        "magnitude_power": 1.2,
     }
     vocoder = Config.from_dict({"vocoder": flat}, stored=True).vocoder
     assert vocoder.hifigan == HifiganConfig(checkpoint="g.pth", precision="float32")
-    assert vocoder.kind == "hifigan" and vocoder.griffin_lim_iters == 8
-    with pytest.raises(ConfigError, match="unknown config key 'vocoder.hifigan_checkpoint'"):
+    assert vocoder.griffin_lim == GriffinLimConfig(iters=8, momentum=0.9, init="pghi", magnitude_power=1.2)
+    assert vocoder.kind == "hifigan"
+    with pytest.raises(ConfigError, match="unknown config key 'vocoder.griffin_lim_init'"):  # sorted first
         Config.from_dict({"vocoder": flat})
+    with pytest.raises(ConfigError, match="unknown config key 'vocoder.hifigan_checkpoint'"):
+        Config.from_dict({"vocoder": {"hifigan_checkpoint": "g.pth"}})
+    with pytest.raises(ConfigError, match="unknown config key 'vocoder.griffin_lim_iters'"):
+        Config().with_overrides(["vocoder.griffin_lim_iters=4"])
     with pytest.raises(ConfigError, match="unknown config key 'vocoder.hifigan_runtime'"):
         Config().with_overrides(["vocoder.hifigan_runtime=torch"])
     assert Config().with_overrides(["vocoder.hifigan.runtime=torch"]).vocoder.hifigan.runtime == "torch"
@@ -492,4 +503,9 @@ def test_the_bundled_models_load_their_stored_vocoder_settings():
     vocoder = Config.from_dict({"vocoder": stored}, stored=True).vocoder
     assert vocoder.hifigan == HifiganConfig(
         **{key[len("hifigan_") :]: value for key, value in stored.items() if key.startswith("hifigan_")}
+    )
+    assert vocoder.griffin_lim == GriffinLimConfig(
+        iters=stored["griffin_lim_iters"],
+        momentum=stored["momentum"],
+        magnitude_power=stored["magnitude_power"],
     )

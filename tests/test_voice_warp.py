@@ -14,8 +14,9 @@ from vc.artifacts.checkpoint import load_checkpoint, save_checkpoint
 from vc.audio import LogMel, read_audio
 from vc.audio.dsp import mel_frequencies
 from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
-from vc.config import AudioConfig, Config
+from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
+from vc.settings.audio import AudioConfig
 
 AUDIO = AudioConfig()
 

@@ -1,5 +1,5 @@
 """The HiFi-GAN generator through the lent GPU's carry limit (64 MiB, where a V1 generator is 56 MB in
-float32): in float16 here, back in float32 there (.ci/gpu/recognition_synthesis.sh, hifigan_pace.py).
+float32): in float16 here, back in float32 there (.ci/gpu/recognition_synthesis.sh).
 
     python .ci/gpu/hifigan_join.py --half OUT.pt               the wheel's universal generator, float16
     python .ci/gpu/hifigan_join.py --float32 IN.pt OUT.pth     a float16 one back in float32 (jik876's format)

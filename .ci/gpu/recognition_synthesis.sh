@@ -4,8 +4,7 @@
 # its augmented crops, then its synthesizer) trained in fp32 and with AMP, resumed on the GPU, its
 # companions (mel -> linear network, post-filter) trained on its conversions with AMP; its conversions
 # through Griffin-Lim and through HiFi-GAN on the GPU against the CPU (wall time, waveform SNR); the GPU
-# tests. gpu_carry/ (git-ignored, carried with .whl, the wheels of librosa and soundfile and their needs, and
-# vc_tacotron.egg-info, the entry points that register the model kinds):
+# tests. gpu_carry/ (git-ignored, carried with .whl, the wheels of librosa and soundfile and their needs):
 #   train.tsv dev.tsv eval.tsv   the first 120 / 16 / 8 pairs of the recipe's lists (64 MiB in all), paths wav/... beside
 #   wav/                         their FLACs
 #   phones.json durations.pt     the recipe's EXP/phones.json (those pairs) and EXP/durations_dtw.pt

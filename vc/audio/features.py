@@ -16,10 +16,10 @@ import soundfile as sf
 import torch
 
 from vc.audio.dsp import mel_filterbank, speech_bounds
-from vc.config import AudioConfig
 from vc.errors import AudioError
 from vc.fileio import atomic_open
 from vc.masks import make_pad_mask
+from vc.settings.audio import AudioConfig
 
 SILENCE_PEAK = 1e-4  # a signal whose peak is below this (about -80 dBFS) is silent
 

@@ -21,8 +21,8 @@ import math
 import torch
 from torch.nn import functional as F
 
-from vc.config import AudioConfig
 from vc.masks import make_pad_mask
+from vc.settings.audio import AudioConfig
 
 FMIN, FMAX = 60.0, 500.0  # Hz: the speaking voices' range
 THRESHOLD = 0.25  # d' below this is a period (YIN's absolute threshold; 0.1-0.15 there)

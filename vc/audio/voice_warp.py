@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from vc.audio.dsp import hz_to_mel, mel_frequencies
-from vc.config import AudioConfig
 from vc.masks import make_pad_mask
+from vc.settings.audio import AudioConfig
 
 MIN_HZ = 200.0  # bands below carry F0 and hum, not the vocal tract
 CODEBOOK_SIZE = 64

@@ -84,13 +84,13 @@ def add_experiment_args(sub: argparse.ArgumentParser) -> None:
     add_config_overrides(sub)
 
 
-def add_config_option(sub: argparse.ArgumentParser) -> None:
-    """--config: a YAML file or a starter config by name."""
+def add_config_option(sub, required: bool = True) -> None:
+    """--config: a YAML file or a starter config by name (on a parser, or a group of one)."""
     from vc.config import starter_configs
 
     sub.add_argument(
         "--config",
-        required=True,
+        required=required,
         help=f"YAML config, or a starter config by name: {', '.join(starter_configs())}",
     )
 
@@ -123,11 +123,9 @@ def section_overrides(args, section: str) -> list[str]:
     """A companion trainer's flags (--max-minutes, ...) as overrides of its config section, then --set."""
     import dataclasses
 
-    from vc import config as config_module
+    from vc.settings.training import Mel2LinearConfig, PostfilterConfig
 
-    kind = {"mel2linear": config_module.Mel2LinearConfig, "postfilter": config_module.PostfilterConfig}[
-        section
-    ]
+    kind = {"mel2linear": Mel2LinearConfig, "postfilter": PostfilterConfig}[section]
     given = {
         f.name: getattr(args, f.name)
         for f in dataclasses.fields(kind)

@@ -101,7 +101,7 @@ def run(args) -> None:
     overrides = [*args.overrides, *vocoder_overrides(args.vocoder, args.vocoder_checkpoint)]
     torch.set_num_threads(convert_threads(args.threads))
     if args.griffin_lim_iters is not None:
-        overrides.append(f"vocoder.griffin_lim_iters={args.griffin_lim_iters}")
+        overrides.append(f"vocoder.griffin_lim.iters={args.griffin_lim_iters}")
     # Before the model loads: a refused output costs no work and loses nothing.
     plan = plan_conversion(args.paths, args.out_dir, args.save_alignment, overwrite=args.overwrite)
     mel2linear = False if args.no_mel2linear else args.mel2linear  # None: the checkpoint's companion

@@ -38,7 +38,6 @@ import scipy.sparse.linalg
 from scipy.stats import multivariate_normal
 
 from vc.audio import read_audio, write_audio
-from vc.config import AudioConfig
 from vc.errors import VcError
 from vc.evaluation.metrics import (
     F0_FLOOR,
@@ -55,6 +54,7 @@ from vc.evaluation.optional import INSTALL_HINT
 from vc.packages import missing
 from vc.pairs import Pair, read_pair_list
 from vc.parallel import process_map
+from vc.settings.audio import AudioConfig
 
 log = logging.getLogger(__name__)
 

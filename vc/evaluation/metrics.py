@@ -30,11 +30,11 @@ from scipy.ndimage import median_filter
 from scipy.spatial.distance import cdist
 
 from vc.audio import prepare_wave, read_audio
-from vc.config import AudioConfig
 from vc.errors import DataError, MissingPackageError
 from vc.evaluation.metric import Column, FileJob, Metric
 from vc.evaluation.optional import INSTALL_HINT, pkg_resources_stand_in
 from vc.packages import missing
+from vc.settings.audio import AudioConfig
 
 FRAME_PERIOD_MS = 5.0
 MCEP_ORDER = 24

@@ -33,13 +33,14 @@ import torch
 
 from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio, read_speech, write_audio
 from vc.audio.dsp import with_silence
-from vc.config import AudioConfig, Config
+from vc.config import Config
 from vc.errors import ConfigError, DataError, VcError
 from vc.evaluation import registry
 from vc.evaluation.metric import FileJob
 from vc.evaluation.score_cache import ScoreCache
 from vc.parallel import process_map
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.settings.audio import AudioConfig
 from vc.vocoders import built_in, make_vocoder
 
 # The row of the files a family scores once per run (Metric.run_files): RUN_FILES + family + ":" + role.

@@ -26,11 +26,12 @@ from vc.audio import FeatureStats, LogMel, Speech, prepare_speech, prepare_wave,
 from vc.audio.dsp import with_silence
 from vc.audio.pitch import pitch_of
 from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
-from vc.config import Config, VocoderConfig
+from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
 from vc.inference.long_form import convert_long
 from vc.kinds import build_model, get_kind
 from vc.model.aligned_source import aligned_source
+from vc.settings.vocoders import VocoderConfig
 from vc.vocoders import VOCODERS, make_vocoder, vocoder_name, vocoder_overrides
 
 log = logging.getLogger(__name__)
@@ -117,8 +118,8 @@ class Converter:
         """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings.
 
         ``vocoder``: a name of vc.vocoders.VOCODERS (None: the config's vocoder.kind);
-        ``vocoder_checkpoint``: a HiFi-GAN generator checkpoint (jik876's format) instead of the
-        bundled universal one; it implies ``vocoder="hifigan"``.
+        ``vocoder_checkpoint``: the weights of the vocoder that takes a file (vc.vocoders.Vocoder.checkpoint:
+        a HiFi-GAN generator in jik876's format) instead of its bundled ones; it implies that vocoder.
 
         ``mel2linear``: the mel -> linear network file for Griffin-Lim; None uses
         the one inside an exported model file, else mel2linear.pt beside the
@@ -180,11 +181,11 @@ class Converter:
     ) -> Converter:
         """A converter sharing this one's networks with other conversion settings: ``speed``
         (inference.speed, the non-autoregressive model's speaking rate), ``griffin_lim_iters``
-        (vocoder.griffin_lim_iters), ``postfilter=False`` to skip the post-filter, and ``vocoder``
+        (vocoder.griffin_lim.iters), ``postfilter=False`` to skip the post-filter, and ``vocoder``
         (vocoder.kind, a name of vc.vocoders.VOCODERS; each vocoder settings built once and kept)."""
         overrides = [f"inference.speed={speed}"] if speed is not None else []
         if griffin_lim_iters is not None:
-            overrides.append(f"vocoder.griffin_lim_iters={griffin_lim_iters}")
+            overrides.append(f"vocoder.griffin_lim.iters={griffin_lim_iters}")
         if vocoder is not None:
             overrides.append(f"vocoder.kind={vocoder_name(vocoder)}")
         variant = copy.copy(self)
@@ -196,9 +197,9 @@ class Converter:
 
     def _vocoder(self, settings: VocoderConfig) -> torch.nn.Module:
         """The vocoder ``settings`` names, built once per value of the settings it reads
-        (vc.vocoders.Vocoder.reads) and kept."""
+        (vc.vocoders.Vocoder.settings) and kept."""
         kind = vocoder_name(settings.kind)
-        key = (kind, repr(VOCODERS[kind].reads(settings)))
+        key = (kind, repr(VOCODERS[kind].settings(settings)))
         with self._vocoders_lock:
             if key not in self._vocoders:
                 self._vocoders[key] = make_vocoder(self.config.audio, settings, self.mel2linear, self.device)

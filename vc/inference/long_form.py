@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from vc.audio.dsp import frame_levels_db, with_silence
-from vc.config import AudioConfig
+from vc.settings.audio import AudioConfig
 
 MIN_PAUSE_SECONDS = 0.3
 PIECE_SECONDS = 10.0  # ARCTIC sentences, what the models learned from, last 2-5 s

@@ -15,13 +15,13 @@ from vc.artifacts.checkpoint import private_rng
 from vc.artifacts.durations import load_durations
 from vc.audio import read_audio
 from vc.audio.pitch import pitch_of
-from vc.config import AudioConfig
 from vc.errors import DataError
 from vc.inference.converter import Converter
 from vc.kinds import get_kind
 from vc.model.aligned_source import aligned_source
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.settings.audio import AudioConfig
 
 
 def for_teacher_forcing(checkpoint: str | Path) -> Converter:

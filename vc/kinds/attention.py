@@ -10,67 +10,20 @@ non-autoregressive converter (`vc durations --checkpoint`).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
-from vc.config import Config, InferenceConfig, ModelConfig
+from vc.config import Config
 from vc.errors import ConfigError
 from vc.kinds.alignment import diagonal_ratio, focus_rate
 from vc.kinds.base import DevViews, ModelKind
 from vc.kinds.losses import Losses, compute_losses
-from vc.model.content import ENCODER_INPUTS, build_attention_model
+from vc.model.content import build_attention_model
 from vc.model.seq2seq import Seq2SeqVC, decoder_steps
+from vc.settings.inference import InferenceConfig
+from vc.settings.kinds import AttentionConfig, ModelConfig
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class AttentionConfig(ModelConfig):
-    """The model section of kind attention: the shared encoder and postnet, its attention and decoder."""
-
-    kind: str = "attention"
-    # What the encoder reads (vc/model/content.py): mels, the source's log-mels; content, what the run's
-    # phone recognizer (data.phones; the recognition-synthesis converter's, shared) hears of them, its
-    # last hidden layer, and their pitch features; both, the two side by side (SCENT).
-    encoder_input: str = "mels"
-    # Self-reconstruction first: the first self_steps training steps read the target's own recordings as
-    # input and learn to say them back through the same attention (a decoder that speaks before it
-    # converts); the pairs from then on. 0: the pairs from the first step.
-    self_steps: int = 0
-    # Attention: location | content | dot | general | location_general.
-    attention_type: str = "location"
-    attention_dim: int = 128
-    attention_location_filters: int = 32
-    attention_location_kernel: int = 31
-    # Decoder: prenet, attention RNN, two residual decoder RNN layers.
-    reduction_factor: int = 2
-    decoder_prenet_dim: int = 256
-    decoder_prenet_dropout: float = 0.5  # stays on at inference (Tacotron 2)
-    attention_rnn_dim: int = 256
-    decoder_rnn_dim: int = 256
-    # Its losses: the stop token's BCE with positives weighted by stop_pos_weight, and guided attention
-    # (Tachibana et al. 2018): the attention mass outside a diagonal band of width guided_attention_sigma,
-    # weighted by guided_attention_weight beside the spectral loss.
-    stop_pos_weight: float = 5.0
-    guided_attention_sigma: float = 0.4
-    guided_attention_weight: float = 1.0
-    # End training at the first evaluation where its free-running dev conversions show it converts
-    # (vc/training/converts.py): their focus rate at least converts_focus, and their distance fallen by
-    # less than converts_gain_db [dB] since the previous evaluation. train.max_minutes and
-    # train.max_steps stay its cap. False: the budget alone ends it.
-    until_converts: bool = False
-    converts_focus: float = 0.75
-    converts_gain_db: float = 0.2
-
-    POSITIVE: ClassVar[tuple[str, ...]] = (
-        "reduction_factor",
-        "attention_dim",
-        "attention_rnn_dim",
-        "decoder_rnn_dim",
-    )
-    ODD: ClassVar[tuple[str, ...]] = ("attention_location_kernel",)
 
 
 class AttentionKind(ModelKind):
@@ -94,12 +47,6 @@ class AttentionKind(ModelKind):
     def check(self, config: Config) -> None:
         super().check(config)
         m = config.model
-        if m.encoder_input not in ENCODER_INPUTS:
-            raise ConfigError(
-                f"model.encoder_input must be one of {', '.join(ENCODER_INPUTS)}, got {m.encoder_input!r}"
-            )
-        if m.self_steps < 0:
-            raise ConfigError(f"model.self_steps must be 0 or more, got {m.self_steps}")
         if self.needs_recognizer(m) and not config.data.phones:
             raise ConfigError(
                 f"model.encoder_input {m.encoder_input} needs data.phones (the alignments of vc durations "

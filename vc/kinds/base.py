@@ -17,8 +17,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from vc.config import Config, InferenceConfig, ModelConfig
+from vc.config import Config
 from vc.errors import ConfigError
+from vc.settings.inference import InferenceConfig
+from vc.settings.kinds import ModelConfig
 
 
 @dataclass
@@ -57,9 +59,9 @@ class ModelKind:
     # (vc/training/selection.py), which only the attention model needs (its loss goes flat early);
     # model.until_converts (its section's): the same conversions end its training (vc/training/converts.py).
     selects_free_running = False
-    # Whose phone labels its output frames carry for the phonetic loss (vc/training/phonetic.py):
-    # "target" (output on the target's timing) or "source" (on the source's); None: no phonetic loss.
-    phonetic_labels: str | None = None
+    # Trains with the phonetic loss (vc/training/phonetic.py): its output frames are on the target's timing,
+    # so they carry the target's phone labels.
+    phonetic_loss = False
     # Trains on windows of its utterances (train.crop_frames): input and output on one timeline.
     trains_on_crops = False
     # What augment.probability changes in training (vc/training/augment.py): the source, or, for a kind
@@ -91,7 +93,7 @@ class ModelKind:
             raise ConfigError(f"train.select_by free_running needs model.kind attention, not {self.name}")
         if self.stops_when_converts(config) and not self.selects_free_running:
             raise ConfigError(f"model.until_converts needs model.kind attention, not {self.name}")
-        if config.train.phonetic_weight > 0 and self.phonetic_labels is None:
+        if config.train.phonetic_weight > 0 and not self.phonetic_loss:
             raise ConfigError(
                 f"train.phonetic_weight needs a converter timed by durations, not model.kind {self.name}"
             )
@@ -128,7 +130,7 @@ class ModelKind:
 
         ``step`` is the training step about to be taken; None on the dev set. ``critic``: the frozen phone
         classifier of the phonetic loss (training steps with train.phonetic_weight > 0, kinds with
-        phonetic_labels; batch.phones holds the labels); None otherwise."""
+        phonetic_loss; batch.phones holds the target's labels); None otherwise."""
         raise NotImplementedError
 
     def step_stats(self, config: Config, step: int) -> dict[str, float]:

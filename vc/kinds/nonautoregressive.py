@@ -9,47 +9,16 @@ and duration losses; its dev views show predicted against taught durations, mels
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 
-from vc.config import Config, ModelConfig
+from vc.config import Config
 from vc.kinds.base import DevViews, ModelKind
 from vc.kinds.losses import StudentLosses, duration_loss, masked_spectral_loss, with_phonetic
 from vc.model.nonautoregressive import NonAutoregressiveVC
+from vc.settings.kinds import NonAutoregressiveConfig
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class ParallelDecoderConfig(ModelConfig):
-    """The settings of the converters that decode all frames at once (this kind, the recognition-synthesis
-    converter's parallel synthesizer): residual conv blocks over the output frames (FastSpeech, Ren et al.
-    2019)."""
-
-    parallel_decoder_layers: int = 6
-    parallel_decoder_channels: int = 256
-    parallel_decoder_kernel: int = 5
-    parallel_decoder_dropout: float = 0.1
-
-    POSITIVE: ClassVar[tuple[str, ...]] = ("parallel_decoder_layers", "parallel_decoder_channels")
-    ODD: ClassVar[tuple[str, ...]] = ("parallel_decoder_kernel",)
-
-
-@dataclass
-class NonAutoregressiveConfig(ParallelDecoderConfig):
-    """The model section of kind nonautoregressive: the parallel decoder and the duration predictor's
-    conv blocks over the encoder steps."""
-
-    kind: str = "nonautoregressive"
-    duration_predictor_layers: int = 2
-    duration_predictor_channels: int = 256
-    duration_predictor_kernel: int = 3
-    duration_loss_weight: float = 1.0  # its loss, the MSE of log(d + 1), beside the spectral L1 + L2
-
-    POSITIVE: ClassVar[tuple[str, ...]] = ("duration_predictor_channels",)
-    ODD: ClassVar[tuple[str, ...]] = ("duration_predictor_kernel",)
 
 
 class NonAutoregressiveKind(ModelKind):
@@ -59,7 +28,7 @@ class NonAutoregressiveKind(ModelKind):
     needs_durations = True
     dev_terms = ("spectral", "duration")
     selection_terms = ("spectral", "duration")
-    phonetic_labels = "target"
+    phonetic_loss = True
 
     def initialise(self, model, durations, recognizer=None) -> None:
         """The duration predictor starts at log(1 + the mean frames per step): an untrained model speaks

@@ -14,29 +14,17 @@ converted.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
-from vc.config import Config, InferenceConfig, ModelConfig
+from vc.config import Config
 from vc.errors import ConfigError
 from vc.kinds.alignment import diagonal_ratio, focus_rate
-from vc.kinds.attention import ATTENTION, AttentionConfig
+from vc.kinds.attention import ATTENTION
 from vc.kinds.base import DevViews, ModelKind
 from vc.kinds.losses import SpectralLosses, compute_losses, masked_spectral_loss, with_phonetic
-from vc.kinds.nonautoregressive import ParallelDecoderConfig
 from vc.masks import random_windows, take_frames
 from vc.model.recognition_synthesis import CONTENTS, DECODERS, RecognitionSynthesisVC
-
-
-@dataclass
-class RecognitionSynthesisConfig(ParallelDecoderConfig, AttentionConfig):
-    """The model section of kind recognition_synthesis: which content features the synthesizer reads,
-    and which decoder makes the frames: the parallel synthesizer's (vc/model/parallel_synthesizer.py; its
-    parallel_decoder_* settings) or the attention model's (its attention_* and decoder_* settings, reduction_factor)."""
-
-    kind: str = "recognition_synthesis"
-    content: str = "hidden"  # the recognizer's last hidden layer, the one value (docs/ablation.md, "The
-    # recognition-synthesis converter becomes the model")
-    decoder: str = "parallel"  # parallel (one frame per input frame) or attention (Tacotron's; re-times)
+from vc.settings.inference import InferenceConfig
+from vc.settings.kinds import ModelConfig, RecognitionSynthesisConfig
 
 
 class RecognitionSynthesisKind(ModelKind):
@@ -44,7 +32,7 @@ class RecognitionSynthesisKind(ModelKind):
     config = RecognitionSynthesisConfig
     network = RecognitionSynthesisVC
     postfilter_reads_input = False  # teacher-forced, its input is the target it must predict
-    phonetic_labels = "target"  # it learns the target's frames at their own timing
+    phonetic_loss = True  # it learns the target's frames at their own timing
     trains_on_crops = True  # the parallel decoder's: content, pitch and frames share one timeline
     augments = "target"  # its content is read from the target's own frames
 

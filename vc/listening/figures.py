@@ -11,8 +11,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from vc.audio import LogMel, logmel_numpy
-from vc.config import AudioConfig
 from vc.plotting import evolution_figure, load_evolution
+from vc.settings.audio import AudioConfig
 
 # (panel title, [(tag, label)], log scale)
 CURVE_PANELS = (

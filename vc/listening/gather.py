@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from vc.config import AudioConfig, load_config
+from vc.config import load_config
 from vc.errors import DataError, VcError
 from vc.evaluation import registry
+from vc.settings.audio import AudioConfig
 
 log = logging.getLogger(__name__)
 

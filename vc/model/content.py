@@ -20,12 +20,12 @@ import torch
 from torch import nn
 
 from vc.audio.pitch import FEATURES as PITCH_FEATURES
-from vc.config import InferenceConfig, ModelConfig
 from vc.masks import make_pad_mask
 from vc.model.phone_classifier import PHONES, PhoneClassifier
 from vc.model.seq2seq import Seq2SeqOutput, Seq2SeqVC
+from vc.settings.inference import InferenceConfig
+from vc.settings.kinds import ModelConfig
 
-ENCODER_INPUTS = ("mels", "content", "both")  # the attention model's model.encoder_input
 
 
 def frozen_recognizer(n_mels: int) -> PhoneClassifier:

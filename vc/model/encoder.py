@@ -12,9 +12,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from vc.config import ModelConfig
 from vc.masks import make_pad_mask
 from vc.model.layers import MaskedConvStack, Prenet
+from vc.settings.kinds import ModelConfig
 
 
 def stack_frames(x: torch.Tensor, lens: torch.Tensor, factor: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -26,11 +26,12 @@ from torch import nn
 from torch.nn import functional as F
 from torch.profiler import record_function
 
-from vc.config import InferenceConfig, ModelConfig
 from vc.masks import make_pad_mask
 from vc.model.encoder import Encoder
 from vc.model.layers import dropout
 from vc.model.postnet import Postnet
+from vc.settings.inference import InferenceConfig
+from vc.settings.kinds import ModelConfig
 
 
 class NonAutoregressiveOutput(NamedTuple):

@@ -18,9 +18,10 @@ import torch
 from torch import nn
 from torch.profiler import record_function
 
-from vc.config import InferenceConfig, ModelConfig
 from vc.model.encoder import Encoder
 from vc.model.nonautoregressive import add_frame_decoder, decode_frames
+from vc.settings.inference import InferenceConfig
+from vc.settings.kinds import ModelConfig
 
 
 class ParallelOutput(NamedTuple):

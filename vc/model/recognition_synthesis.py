@@ -24,11 +24,12 @@ import torch
 from torch import nn
 
 from vc.audio.pitch import FEATURES as PITCH_FEATURES
-from vc.config import InferenceConfig, ModelConfig
 from vc.masks import take_frames
 from vc.model.content import ReadsContent, frozen_recognizer
 from vc.model.parallel_synthesizer import ParallelSynthesizer
 from vc.model.seq2seq import Seq2SeqVC
+from vc.settings.inference import InferenceConfig
+from vc.settings.kinds import ModelConfig
 
 CONTENTS = ("hidden",)
 DECODERS = ("parallel", "attention")

@@ -8,12 +8,13 @@ import torch
 from torch import nn
 from torch.profiler import record_function
 
-from vc.config import InferenceConfig, ModelConfig
 from vc.masks import make_pad_mask
 from vc.model.attention import build_attention
 from vc.model.decoder import Decoder
 from vc.model.encoder import Encoder
 from vc.model.postnet import Postnet
+from vc.settings.inference import InferenceConfig
+from vc.settings.kinds import ModelConfig
 
 
 class Seq2SeqOutput(NamedTuple):

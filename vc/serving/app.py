@@ -116,7 +116,7 @@ def create_app(catalog: ModelCatalog, limits: Limits | None = None, allow_hosts:
         options = _options(form, limits)
         try:
             converter = catalog.converter(name).with_options(**options)
-        except MissingPackageError as exc:  # hifigan without its weights package: this server cannot
+        except MissingPackageError as exc:  # a vocoder without its weights package: this server cannot
             raise RequestError(str(exc), 501) from None
         encoded, seconds = converting.submit(_decode_and_convert, converter, upload, limits).result()
         response = Response(encoded, mimetype="audio/wav")

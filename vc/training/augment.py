@@ -30,8 +30,9 @@ import torch
 
 from vc.audio import FeatureStats
 from vc.audio.voice_warp import warp_table
-from vc.config import AudioConfig, AugmentConfig
 from vc.masks import make_pad_mask
+from vc.settings.audio import AudioConfig
+from vc.settings.training import AugmentConfig
 
 WARP_GRID = 64  # warp factors are drawn from this many log-spaced values: one gather table
 

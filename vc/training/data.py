@@ -22,12 +22,12 @@ import torch
 from vc.audio import FeatureStats, LogMel, logmel_numpy, read_audio
 from vc.audio.pitch import SETTINGS as PITCH_SETTINGS
 from vc.audio.pitch import pitch_features, yin
-from vc.config import AudioConfig
 from vc.errors import DataError
 from vc.fileio import atomic_save, atomic_write_text
 from vc.kinds.losses import IGNORE
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.settings.audio import AudioConfig
 
 log = logging.getLogger(__name__)
 

@@ -35,12 +35,13 @@ import torch
 from vc.artifacts.checkpoint import load_checkpoint, private_rng
 from vc.artifacts.durations import DurationReport, empty_step_share, save_durations
 from vc.audio import FeatureStats
-from vc.config import AudioConfig, Config, load_config
+from vc.config import Config, load_config
 from vc.errors import CheckpointError, ConfigError
 from vc.evaluation.metrics import dtw
 from vc.fileio import refuse_overwrite
 from vc.kinds import build_model, get_kind
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.settings.audio import AudioConfig
 from vc.training.data import compute_stats, load_features
 from vc.training.selection import log_mel_cepstrum
 

@@ -27,7 +27,6 @@ import torch
 from vc.artifacts.checkpoint import TRAINING_STATE, restore_random
 from vc.artifacts.companion import MEL2LINEAR
 from vc.audio import AUDIO_FORMATS, LogMel, audio_files, read_audio
-from vc.config import AudioConfig, Mel2LinearConfig
 from vc.errors import DataError
 from vc.inference.converter import pick_device
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
@@ -35,6 +34,8 @@ from vc.masks import make_pad_mask
 from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
+from vc.settings.audio import AudioConfig
+from vc.settings.training import Mel2LinearConfig
 from vc.training.budget import seconds_left
 from vc.training.data import random_crops
 from vc.training.loop import (

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 import torch
 
-from vc.config import TrainConfig
 from vc.errors import TrainingError
+from vc.settings.training import TrainConfig
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ import torch
 
 from vc.artifacts.durations import DurationReport, empty_step_share, save_durations
 from vc.audio import read_audio
-from vc.config import AudioConfig, Config
+from vc.config import Config
 from vc.errors import DataError
 from vc.evaluation.optional import INSTALL_HINT, pkg_resources_stand_in
 from vc.evaluation.transcripts import find_transcripts, normalize_text, read_transcripts
@@ -44,6 +44,7 @@ from vc.fileio import atomic_write_text
 from vc.packages import missing
 from vc.pairs import read_pair_list
 from vc.parallel import process_map
+from vc.settings.audio import AudioConfig
 from vc.training.data import load_features
 
 log = logging.getLogger(__name__)

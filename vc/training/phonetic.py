@@ -13,7 +13,7 @@ per run. It is saved as EXP/phone_classifier.pt and reused on --resume. It is ou
 (not the WER scorer's); the labels come from pocketsphinx's aligner.
 
 The output's labels: the kinds with a phonetic loss (nonautoregressive, recognition_synthesis) make
-frames at the target's timing and take the target's phones (ModelKind.phonetic_labels).
+frames at the target's timing and take the target's phones (ModelKind.phonetic_loss).
 """
 
 from __future__ import annotations

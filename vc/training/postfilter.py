@@ -35,13 +35,15 @@ import torch
 from vc.artifacts.checkpoint import TRAINING_STATE, load_checkpoint, restore_random
 from vc.artifacts.companion import POSTFILTER
 from vc.audio import FeatureStats, LogMel, read_audio
-from vc.config import AudioConfig, Config, PostfilterConfig
+from vc.config import Config
 from vc.errors import ConfigError, DataError
 from vc.inference.converter import pick_device
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.model.postfilter import MelDiscriminator, MelPostfilter
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress
+from vc.settings.audio import AudioConfig
+from vc.settings.training import PostfilterConfig
 from vc.training.budget import seconds_left
 from vc.training.data import random_crops
 from vc.training.loop import (

@@ -21,10 +21,11 @@ import numpy as np
 import torch
 
 from vc.audio import FeatureStats
-from vc.config import AudioConfig, Config
+from vc.config import Config
 from vc.evaluation.metrics import dtw, mel_cepstral_distortion
 from vc.kinds import get_kind
 from vc.kinds.alignment import focus_rate
+from vc.settings.audio import AudioConfig
 from vc.training.data import ParallelDataset, batches_in_order
 
 CEPSTRAL_ORDER = 24  # coefficients 1..24 compared; c0 (level) left out, as MCD does

@@ -140,9 +140,9 @@ class ModelJob(Job):
         if not self.is_main:
             train, dev = self._features_and_stats(progress=False)
         self.durations = self._durations(train, dev)
-        # Both sides' phone labels: the recognizer's, and the phonetic loss's (the kind's side).
+        # Both sides' phone labels: the recognizer's, and the phonetic loss's (the target's).
         labels = self._phone_labels({**train, **dev})
-        phones = labels[self.kind.phonetic_labels] if labels and self.kind.phonetic_labels else None
+        phones = labels["target"] if labels and self.kind.phonetic_loss else None
         train_pitch, dev_pitch = self._pitch() if self.kind.needs_pitch(self.config.model) else (None, None)
         self.train_set = ParallelDataset(
             train, self.src_stats, self.tgt_stats, self.durations, phones, train_pitch

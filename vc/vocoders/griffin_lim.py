@@ -14,8 +14,9 @@ import math
 
 import torch
 
-from vc.config import AudioConfig, VocoderConfig
 from vc.errors import ConfigError
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import GriffinLimConfig, VocoderConfig
 from vc.vocoders.magnitude import Magnitude
 from vc.vocoders.pghi import pghi_start
 
@@ -66,7 +67,7 @@ def griffin_lim(
     magnitudes rebuilt from mels but lifts the predicted MOS (docs/ablation.md,
     "Griffin-Lim from PGHI's phase"); integrated along a spanning tree in numpy
     it costs about a third of the 32 iterations' time ("PGHI along a spanning
-    tree"). GriffinLimVocoder uses it where vocoder.griffin_lim_init says pghi;
+    tree"). GriffinLimVocoder uses it where vocoder.griffin_lim.init says pghi;
     zero phase is no better than random.
 
     Shapes:
@@ -309,16 +310,19 @@ class GriffinLimVocoder(torch.nn.Module):
     """Log-mel (as made by vc.audio.LogMel) to waveform with Griffin-Lim.
 
     Mel -> linear magnitude by ``Magnitude`` (the network ``mel2linear`` when given, else the
-    filterbank inverse), sharpened by ``vocoder.magnitude_power``, then fast Griffin-Lim (Perraudin
-    et al. 2013) from a random phase, or from PGHI's (vocoder.griffin_lim_init). Runs wherever its buffers are; a padded
-    batch gives each item exactly what it would give alone with the same phase.
+    filterbank inverse), sharpened by ``settings.magnitude_power``, then fast Griffin-Lim (Perraudin
+    et al. 2013) from a random phase, or from PGHI's (``settings.init``); its settings are the
+    vocoder.griffin_lim section. Runs wherever its buffers are; a padded batch gives each item exactly
+    what it would give alone with the same phase.
 
     Shapes:
         logmel: (B, frames, n_mels); frame_lens: (B,)
         returns: waves (B, frames * hop_length), zero past each item, and wave_lens (B,)
     """
 
-    def __init__(self, audio: AudioConfig, vocoder: VocoderConfig, mel2linear: torch.nn.Module | None = None):
+    def __init__(
+        self, audio: AudioConfig, settings: GriffinLimConfig, mel2linear: torch.nn.Module | None = None
+    ):
         super().__init__()
         if 2 * audio.hop_length > audio.win_length:
             # The last hop of the frames x hop_length output lies under the last
@@ -328,7 +332,7 @@ class GriffinLimVocoder(torch.nn.Module):
                 f"hop_length={audio.hop_length}, win_length={audio.win_length}"
             )
         self.audio = audio
-        self.vocoder = vocoder
+        self.settings = settings
         self.register_buffer("window", torch.hann_window(audio.win_length), persistent=False)
         self.magnitude = Magnitude(audio, mel2linear)
 
@@ -343,13 +347,13 @@ class GriffinLimVocoder(torch.nn.Module):
         frame_lens: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        a, v = self.audio, self.vocoder
+        a, s = self.audio, self.settings
         batch, frames, _ = logmel.shape
         if frame_lens is None:
             frame_lens = torch.full((batch,), frames, dtype=torch.long, device=logmel.device)
-        magnitude = self.magnitude(logmel, frame_lens, v.magnitude_power)
+        magnitude = self.magnitude(logmel, frame_lens, s.magnitude_power)
         init = "random"
-        if v.griffin_lim_init == "pghi":
+        if s.init == "pghi":
             init = pghi_start(
                 magnitude,
                 frame_lens,
@@ -364,8 +368,8 @@ class GriffinLimVocoder(torch.nn.Module):
             hop_length=a.hop_length,
             win_length=a.win_length,
             window=self.window,
-            n_iter=v.griffin_lim_iters,
-            momentum=v.momentum,
+            n_iter=s.iters,
+            momentum=s.momentum,
             length=frames * a.hop_length,
             generator=generator,
             init=init,
@@ -377,6 +381,6 @@ class GriffinLimVocoder(torch.nn.Module):
 def build(
     audio: AudioConfig, vocoder: VocoderConfig, mel2linear: torch.nn.Module | None, device
 ) -> GriffinLimVocoder:
-    """The registry's builder (vc.vocoders.VOCODERS): Griffin-Lim needs no weights, so ``device`` only
-    receives it."""
-    return GriffinLimVocoder(audio, vocoder, mel2linear)
+    """The registry's builder (vc.vocoders.VOCODERS): vocoder.griffin_lim's settings; Griffin-Lim needs
+    no weights, so ``device`` only receives it."""
+    return GriffinLimVocoder(audio, vocoder.griffin_lim, mel2linear)

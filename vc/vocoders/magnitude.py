@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from vc.audio import mel_basis
-from vc.config import AudioConfig
+from vc.settings.audio import AudioConfig
 
 # Smallest linear magnitude mel_to_linear returns. LogMel clamps mels at its
 # log_floor (1e-10 by default) before the log, so nothing quieter survives in the

