@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 import torch
 
 from vc.audio import LogMel
@@ -493,6 +494,22 @@ def test_a_stored_config_reads_each_vocoders_flat_keys_as_its_section():
     with pytest.raises(ConfigError, match="unknown config key 'vocoder.hifigan_runtime'"):
         Config().with_overrides(["vocoder.hifigan_runtime=torch"])
     assert Config().with_overrides(["vocoder.hifigan.runtime=torch"]).vocoder.hifigan.runtime == "torch"
+
+
+def test_an_experiments_config_file_from_before_the_sections_loads(tmp_path):
+    """An experiment folder's config.yaml written before each vocoder had a section (what vc score --config
+    and vc config --config read of an older run) loads with its flat keys in their sections, by path."""
+    from vc.cli import main
+    from vc.config import load_config
+
+    old = Config().to_dict()
+    old["vocoder"] = {"kind": "griffin-lim", "griffin_lim_iters": 8, "momentum": 0.9, "hifigan_precision": "float32"}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(old))
+    vocoder = load_config(path).vocoder
+    assert vocoder.griffin_lim == GriffinLimConfig(iters=8, momentum=0.9)
+    assert vocoder.hifigan.precision == "float32"
+    assert main(["config", "--config", str(path), "--get", "vocoder.griffin_lim.iters"]) == 0
 
 
 def test_the_bundled_models_load_their_stored_vocoder_settings():

@@ -299,7 +299,9 @@ def load_config(
     path: str | Path | None = None, overrides: list[str] | None = None, stored: bool = False
 ) -> Config:
     """Load a YAML config or a starter config by name (missing sections keep their defaults); apply overrides.
-    ``stored``: an experiment's config.yaml, perhaps from an older version (Config.from_dict)."""
+    A file's keys that have moved since (Section.upgrade) are read at their new place, as any file may be an
+    older run's config.yaml (vc score --config EXP/config.yaml); a dict or an override must spell the new
+    key. ``stored``: an experiment's config.yaml, perhaps from an older version (Config.from_dict)."""
     data: dict[str, Any] = {}
     if path is not None:
         path = resolve_config_path(path)
@@ -307,6 +309,8 @@ def load_config(
             data = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"config file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if isinstance(data, dict):
+        _upgraded(data)
     config = Config.from_dict(data, stored=stored)
     return config.with_overrides(overrides or [])
 

@@ -82,7 +82,8 @@ class VocoderConfig(Section):
     # Each vocoder's settings in this section before they had their own: a stored config (a checkpoint,
     # the bundled models, an experiment's config.yaml) reads the old key (vocoder.hifigan_checkpoint,
     # vocoder.griffin_lim_iters) as its section's (vocoder.hifigan.checkpoint, vocoder.griffin_lim.iters).
-    # Only stored configs: a config or an override written now spells the new key.
+    # Stored configs and config files (an older run's config.yaml, vc.config.load_config) only: a dict or an
+    # override must spell the new key.
     MOVED: ClassVar[dict[str, str]] = {
         "hifigan_checkpoint": "hifigan.checkpoint",
         "hifigan_chunk_frames": "hifigan.chunk_frames",
