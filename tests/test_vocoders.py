@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 import torch
+import yaml
 
 from vc.audio import LogMel
 from vc.cli import main
@@ -503,7 +503,12 @@ def test_an_experiments_config_file_from_before_the_sections_loads(tmp_path):
     from vc.config import load_config
 
     old = Config().to_dict()
-    old["vocoder"] = {"kind": "griffin-lim", "griffin_lim_iters": 8, "momentum": 0.9, "hifigan_precision": "float32"}
+    old["vocoder"] = {
+        "kind": "griffin-lim",
+        "griffin_lim_iters": 8,
+        "momentum": 0.9,
+        "hifigan_precision": "float32",
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(old))
     vocoder = load_config(path).vocoder

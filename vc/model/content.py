@@ -27,7 +27,6 @@ from vc.settings.inference import InferenceConfig
 from vc.settings.kinds import ModelConfig
 
 
-
 def frozen_recognizer(n_mels: int) -> PhoneClassifier:
     """A phone classifier of the default shape whose weights come from the run's (load_state_dict)."""
     return PhoneClassifier(n_mels, len(PHONES)).requires_grad_(False)
