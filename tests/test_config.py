@@ -87,7 +87,7 @@ def test_each_kind_reads_its_own_section():
 def test_a_setting_of_another_kind_is_named_as_such():
     with pytest.raises(
         ConfigError,
-        match="model.attention_dim is a setting of model.kind attention / recognition_synthesis, not of nonauto",
+        match="model.attention_dim is a setting of model.kind attention, not of nonauto",
     ):
         Config.from_dict({"model": {"kind": "nonautoregressive", "attention_dim": 8}})
     with pytest.raises(

@@ -96,6 +96,7 @@ RETIRED = {
     ("train", "init_encoder"): "",
     ("train", "guided_attention_decay"): 1.0,
     ("postfilter", "adversarial"): True,  # False (L1 alone, --no-adversarial) removed in e23b1f5
+    ("model", "decoder"): "parallel",  # the recognition-synthesis converter's; attention removed (issue 99)
 }
 
 

@@ -71,7 +71,7 @@ class ModelKind:
 
     def stops_when_converts(self, config: Config) -> bool:
         """Whether training ends once its free-running dev conversions convert (model.until_converts of a
-        section that has it: the attention model's, and the sections built on it)."""
+        section that has it: the attention model's)."""
         return bool(getattr(config.model, "until_converts", False))
 
     def needs_recognizer(self, model: ModelConfig) -> bool:
@@ -91,8 +91,6 @@ class ModelKind:
         """Raise ConfigError for settings this kind cannot train with."""
         if config.train.select_by != "loss" and not self.selects_free_running:
             raise ConfigError(f"train.select_by free_running needs model.kind attention, not {self.name}")
-        if self.stops_when_converts(config) and not self.selects_free_running:
-            raise ConfigError(f"model.until_converts needs model.kind attention, not {self.name}")
         if config.train.phonetic_weight > 0 and not self.phonetic_loss:
             raise ConfigError(
                 f"train.phonetic_weight needs a converter timed by durations, not model.kind {self.name}"

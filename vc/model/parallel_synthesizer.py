@@ -4,8 +4,8 @@
         -> each h_j back to its f input frames -> parallel decoder (residual conv blocks)
         -> postnet -> log-mels on the input's timeline
 
-The recognition-synthesis converter's synthesizer with ``model.decoder: parallel`` (the default and the
-main job's; vc/model/recognition_synthesis.py), reading content and pitch features. The layers after the
+The recognition-synthesis converter's synthesizer (vc/model/recognition_synthesis.py), reading content
+and pitch features. The layers after the
 encoder are the non-autoregressive converter's (vc.model.nonautoregressive), at durations of f frames
 per step. ``inference.speed`` changes the rate after the network.
 """

@@ -6,10 +6,8 @@ own recordings (phonetic-posteriorgram conversion: Sun et al., ICME 2016).
         -> content features per frame: the recognizer's last hidden layer (model.content: hidden)
         + pitch features per frame (vc/audio/pitch.py: log-F0 as a z-score, voicing): in training the
           target's in her own range, at conversion the input's in its utterance's range
-        -> the synthesizer (model.decoder): the parallel synthesizer (encoder, parallel decoder,
-           postnet; vc/model/parallel_synthesizer.py), one output frame per input frame; or the attention
-           model's (encoder, location-aware attention, autoregressive decoder with a stop token, postnet;
-           vc/model/seq2seq.py), which may re-time
+        -> the parallel synthesizer (encoder, parallel decoder, postnet; vc/model/parallel_synthesizer.py),
+           one output frame per input frame
         -> the target's log-mels
 
 Training reads the target's own frames and predicts them (vc/kinds/recognition_synthesis.py): input
@@ -27,21 +25,18 @@ from vc.audio.pitch import FEATURES as PITCH_FEATURES
 from vc.masks import take_frames
 from vc.model.content import ReadsContent, frozen_recognizer
 from vc.model.parallel_synthesizer import ParallelSynthesizer
-from vc.model.seq2seq import Seq2SeqVC
 from vc.settings.inference import InferenceConfig
 from vc.settings.kinds import ModelConfig
 
 CONTENTS = ("hidden",)
-DECODERS = ("parallel", "attention")
 
 
 class RecognitionSynthesisVC(ReadsContent, nn.Module):
     """The frozen recognizer and the synthesizer behind it.
 
-    Shapes: mels (B, T, n_mels), lens (B,), pitch (B, T, 2) -> mels (B, T', n_mels): T' = T through the
-    parallel decoder, where the stop token says through the attention decoder. The recognizer's weights
-    come from the run's phone classifier (load_recognizer); they are part of the network's state, so a
-    checkpoint converts on its own.
+    Shapes: mels (B, T, n_mels), lens (B,), pitch (B, T, 2) -> mels (B, T, n_mels). The recognizer's
+    weights come from the run's phone classifier (load_recognizer); they are part of the network's state,
+    so a checkpoint converts on its own.
     """
 
     def __init__(self, n_mels: int, config: ModelConfig):
@@ -49,8 +44,7 @@ class RecognitionSynthesisVC(ReadsContent, nn.Module):
         self.config = config
         self.recognizer = frozen_recognizer(n_mels)
         width = self.recognizer.out.in_features
-        synthesizer = Seq2SeqVC if config.decoder == "attention" else ParallelSynthesizer
-        self.synthesizer = synthesizer(n_mels, config, n_in=width + PITCH_FEATURES)
+        self.synthesizer = ParallelSynthesizer(n_mels, config, n_in=width + PITCH_FEATURES)
 
     def inputs(
         self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, content=None
@@ -69,10 +63,9 @@ class RecognitionSynthesisVC(ReadsContent, nn.Module):
         heard=None,
         content=None,
     ):
-        """The input resynthesised (training, teacher forcing): its own frames are the target (the
-        attention decoder reads them teacher-forced). ParallelOutput or Seq2SeqOutput. ``window`` (B, W)
-        frame indices (vc.masks.random_windows; the parallel decoder): the content is read over the whole
-        input, then only each row's window is synthesised. ``heard`` (B, T, n_mels): the frames whose
+        """The input resynthesised (training, teacher forcing): its own frames are the target.
+        ParallelOutput. ``window`` (B, W) frame indices (vc.masks.random_windows): the content is read over
+        the whole input, then only each row's window is synthesised. ``heard`` (B, T, n_mels): the frames whose
         content is read, where not ``mels`` themselves (augmented in training: vc/training/augment.py);
         ``content`` (B, T, width): what the recognizer reads of them, where already read (training reads
         it once per recording, vc.training.data.Batch.content)."""
@@ -81,12 +74,10 @@ class RecognitionSynthesisVC(ReadsContent, nn.Module):
         inputs = self.inputs(mels if heard is None else heard, lens, pitch, content)
         if window is not None:
             inputs, lens = take_frames(inputs, window), lens.clamp(max=window.shape[1])
-        if self.config.decoder == "attention":
-            return self.synthesizer(inputs, lens, mels, lens)
         return self.synthesizer(inputs, lens)
 
     @torch.no_grad()
     def inference(self, mels, lens, config: InferenceConfig | None = None, pitch=None):
-        """Conversion (inference.speed as the parallel synthesizer's; the attention decoder's options as
-        the attention model's); ``pitch``: the input's pitch features (vc/audio/pitch.py), (B, T, 2)."""
+        """Conversion (inference.speed as the parallel synthesizer's); ``pitch``: the input's pitch
+        features (vc/audio/pitch.py), (B, T, 2)."""
         return self.synthesizer.inference(self.inputs(mels, lens, pitch), lens, config)

@@ -31,8 +31,8 @@ class Seq2SeqVC(nn.Module):
 
     Shapes:
         src: (B, T_src, n_in), src_lens: (B,); tgt: (B, T_tgt, n_mels), tgt_lens: (B,); ``n_in``: the
-        input's features per frame, n_mels by default (the recognition-synthesis converter feeds it
-        content features, vc/model/recognition_synthesis.py)
+        input's features per frame, n_mels by default (the attention model over content feeds it the
+        recognizer's content features, vc/model/content.py)
     """
 
     def __init__(self, n_mels: int, config: ModelConfig, n_in: int | None = None):

@@ -14,7 +14,6 @@ from typing import ClassVar
 from vc.errors import ConfigError
 from vc.settings.section import Section
 
-
 # What the attention model's encoder can read (model.encoder_input; vc/model/content.py builds each).
 ENCODER_INPUTS = ("mels", "content", "both")
 
@@ -135,15 +134,13 @@ class NonAutoregressiveConfig(ParallelDecoderConfig):
 
 
 @dataclass
-class RecognitionSynthesisConfig(ParallelDecoderConfig, AttentionConfig):
-    """The model section of kind recognition_synthesis: which content features the synthesizer reads,
-    and which decoder makes the frames: the parallel synthesizer's (vc/model/parallel_synthesizer.py; its
-    parallel_decoder_* settings) or the attention model's (its attention_* and decoder_* settings, reduction_factor)."""
+class RecognitionSynthesisConfig(ParallelDecoderConfig):
+    """The model section of kind recognition_synthesis: which content features the synthesizer reads;
+    the parallel synthesizer's settings (vc/model/parallel_synthesizer.py: parallel_decoder_*)."""
 
     kind: str = "recognition_synthesis"
     content: str = "hidden"  # the recognizer's last hidden layer, the one value (docs/ablation.md, "The
     # recognition-synthesis converter becomes the model")
-    decoder: str = "parallel"  # parallel (one frame per input frame) or attention (Tacotron's; re-times)
 
 
 # model.kind -> the class of its section (vc.kinds.KINDS names the same class for each kind).
