@@ -82,8 +82,12 @@ def load_frame_labels(path: str | Path, features, frame_seconds: float) -> dict[
     }
 
 
+WARMUP_STEPS = 50  # the recognizer's learning-rate warmup (PhoneClassifierJob.learning_rate_factor)
+
+
 class PhoneClassifierJob(Job):
-    """Cross-entropy of the frame labels on random crops (labels IGNORE on padding), AdamW. With
+    """Cross-entropy of the frame labels on random crops (labels IGNORE on padding), AdamW, its rate
+    decaying linearly to zero at the end of the budget. With
     ``augment`` (a SourceAugment over each speaker's statistics) the training items are (mels, labels,
     speaker) triples, speaker the index of the statistics the mels were normalised by, and each batch is
     augmented before the loss; the dev frames never are."""
@@ -103,6 +107,12 @@ class PhoneClassifierJob(Job):
         self.optimizers = {"model": torch.optim.AdamW(classifier.parameters(), lr=1e-3, weight_decay=1e-4)}
         self.grad_clip = {"model": None}
         self.accuracy = math.nan
+
+    def learning_rate_factor(self, step: int, spent: float) -> float:
+        """Linear warmup over WARMUP_STEPS, then linear decay to zero at the end of its budget (steps or
+        minutes, whichever ends it): 74.8 % dev frame accuracy after 412 steps against 72.6 % at a
+        constant rate (docs/ablation.md, "The recognizer's schedule and steps")."""
+        return min((step + 1) / WARMUP_STEPS, max(0.0, 1.0 - spent))
 
     def batches(self, step: int):
         pad = torch.nn.utils.rnn.pad_sequence
