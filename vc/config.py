@@ -310,7 +310,7 @@ def load_config(
             data = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"config file {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
-    if isinstance(data, dict):
+    if isinstance(data, dict) and not stored:  # from_dict upgrades a stored config itself
         _upgraded(data)
     config = Config.from_dict(data, stored=stored)
     return config.with_overrides(overrides or [])

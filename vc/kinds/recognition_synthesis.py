@@ -20,7 +20,7 @@ from vc.errors import ConfigError
 from vc.kinds.base import DevViews, ModelKind
 from vc.kinds.losses import SpectralLosses, masked_spectral_loss, with_phonetic
 from vc.masks import random_windows, take_frames
-from vc.model.recognition_synthesis import CONTENTS, RecognitionSynthesisVC
+from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.settings.kinds import ModelConfig, RecognitionSynthesisConfig
 
 
@@ -41,10 +41,6 @@ class RecognitionSynthesisKind(ModelKind):
 
     def check(self, config: Config) -> None:
         super().check(config)
-        if config.model.content not in CONTENTS:
-            raise ConfigError(
-                f"model.content must be one of {', '.join(CONTENTS)}, got {config.model.content!r}"
-            )
         if not config.data.phones:
             raise ConfigError(
                 "model.kind recognition_synthesis needs data.phones (the alignments of vc durations "

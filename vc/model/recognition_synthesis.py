@@ -28,8 +28,6 @@ from vc.model.parallel_synthesizer import ParallelSynthesizer
 from vc.settings.inference import InferenceConfig
 from vc.settings.kinds import ModelConfig
 
-CONTENTS = ("hidden",)
-
 
 class RecognitionSynthesisVC(ReadsContent, nn.Module):
     """The frozen recognizer and the synthesizer behind it.

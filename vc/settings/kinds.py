@@ -142,6 +142,8 @@ class RecognitionSynthesisConfig(ParallelDecoderConfig):
     content: str = "hidden"  # the recognizer's last hidden layer, the one value (docs/ablation.md, "The
     # recognition-synthesis converter becomes the model")
 
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"content": ("hidden",)}
+
 
 # model.kind -> the class of its section (vc.kinds.KINDS names the same class for each kind).
 MODEL_SECTIONS: dict[str, type[ModelConfig]] = {
