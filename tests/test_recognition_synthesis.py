@@ -25,6 +25,7 @@ from vc.config import Config
 from vc.errors import ConfigError
 from vc.kinds import get_kind
 from vc.masks import random_windows, take_frames
+from vc.model.content import frozen_recognizer, read_content
 from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.pairs import read_pair_list
 from vc.settings.inference import InferenceConfig
@@ -109,7 +110,7 @@ def test_it_reads_the_content_of_what_augmentation_made_of_the_target_and_predic
     heard = torch.randn(2, 6, 8)
     seen = []
     content = model.content
-    model.content = lambda mels, lens: seen.append(mels) or content(mels, lens)
+    model.content = lambda mels, lens, window=None: seen.append(mels) or content(mels, lens, window)
     kind = get_kind("recognition_synthesis")
 
     def loss(**extra):
@@ -165,6 +166,23 @@ def test_a_training_window_reads_the_content_of_the_whole_utterance_and_the_dev_
     assert torch.equal(
         dev.total, kind.losses(model, batch, config.with_overrides(["train.crop_frames=0"]), None).total
     )
+
+
+def test_a_window_s_content_is_read_from_the_window_and_the_frames_the_recognizer_reaches_around_it():
+    torch.manual_seed(0)
+    recognizer = frozen_recognizer(8).eval()  # 4 layers of kernel 5: 8 frames of context each side
+    mels, lens = torch.randn(3, 40, 8), torch.tensor([40, 25, 6])
+    window = random_windows(lens, 10, 40)
+    window[0] = torch.arange(10) + 30  # the last frames: no context after them
+    window[1] = torch.arange(10) + 3  # context cut short by the utterance's start
+    heard = []
+    hidden = recognizer.hidden
+    recognizer.hidden = lambda x, keep=None: heard.append(x.shape[1]) or hidden(x, keep)
+    whole = read_content(recognizer, mels, lens)
+    windowed = read_content(recognizer, mels, lens, window)
+    torch.testing.assert_close(windowed, take_frames(whole, window), rtol=1e-4, atol=1e-5)
+    assert heard == [40, 10 + 2 * 8]  # the windows' reading: 26 frames of each row, not 40
+    assert windowed[2, 6:].abs().max() == 0  # a short row's window ends in padding, read as zeros
 
 
 @pytest.fixture(scope="module")

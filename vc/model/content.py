@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from vc.audio.pitch import FEATURES as PITCH_FEATURES
-from vc.masks import make_pad_mask
+from vc.masks import make_pad_mask, take_frames
 from vc.model.phone_classifier import PHONES, PhoneClassifier
 from vc.model.seq2seq import Seq2SeqOutput, Seq2SeqVC
 from vc.settings.inference import InferenceConfig
@@ -32,12 +32,24 @@ def frozen_recognizer(n_mels: int) -> PhoneClassifier:
     return PhoneClassifier(n_mels, len(PHONES)).requires_grad_(False)
 
 
-def read_content(recognizer: PhoneClassifier, mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+def read_content(
+    recognizer: PhoneClassifier, mels: torch.Tensor, lens: torch.Tensor, window: torch.Tensor | None = None
+) -> torch.Tensor:
     """(B, T, n_mels), (B,) -> (B, T, width) content features; the padding reads as zeros, so an item's
-    features are the same alone or in a batch."""
-    keep = (~make_pad_mask(lens, mels.shape[1])).unsqueeze(-1).to(mels.dtype)
+    features are the same alone or in a batch. ``window`` (B, W) consecutive frame indices
+    (vc.masks.random_windows) -> (B, W, width): the same features at those frames, read from the window
+    and the frames the recognizer's convolutions reach around it (a training crop of 128 frames reads 144
+    of each row, not the batch's longest, about 300 on ARCTIC)."""
+    if window is None:
+        keep = (~make_pad_mask(lens, mels.shape[1])).unsqueeze(-1).to(mels.dtype)
+        with torch.no_grad():
+            return recognizer.hidden(mels, keep)
+    reach = sum(conv.kernel_size[0] // 2 for conv in recognizer.convs)
+    index = window[:, :1] + torch.arange(-reach, window.shape[1] + reach, device=window.device)
+    inside = (index >= 0) & (index < lens.to(index.device)[:, None])
+    frames = take_frames(mels, index.clamp(0, mels.shape[1] - 1))
     with torch.no_grad():
-        return recognizer.hidden(mels, keep)
+        return recognizer.hidden(frames, inside.unsqueeze(-1).to(mels.dtype))[:, reach:-reach]
 
 
 class ReadsContent:
@@ -54,9 +66,10 @@ class ReadsContent:
         self.recognizer.eval()  # frozen: its dropout never runs
         return self
 
-    def content(self, mels: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
-        """(B, T, n_mels), (B,) -> (B, T, width) content features (read_content)."""
-        return read_content(self.recognizer, mels, lens)
+    def content(self, mels: torch.Tensor, lens: torch.Tensor, window: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, n_mels), (B,) -> (B, T, width) content features, or (B, W, width) at ``window``'s frames
+        (read_content)."""
+        return read_content(self.recognizer, mels, lens, window)
 
 
 class ContentSeq2SeqVC(ReadsContent, Seq2SeqVC):

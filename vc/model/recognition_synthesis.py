@@ -45,12 +45,20 @@ class RecognitionSynthesisVC(ReadsContent, nn.Module):
         self.synthesizer = ParallelSynthesizer(n_mels, config, n_in=width + PITCH_FEATURES)
 
     def inputs(
-        self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, content=None
+        self, mels: torch.Tensor, lens: torch.Tensor, pitch: torch.Tensor, content=None, window=None
     ) -> torch.Tensor:
         """The synthesizer's input: content features (``content``, (B, T, width), when already read) and
-        the pitch features beside them (B, T, width + 2)."""
-        content = self.content(mels, lens) if content is None else content.to(mels.dtype)
-        return torch.cat([content, pitch[:, : mels.shape[1]].to(mels.dtype)], dim=-1)
+        the pitch features beside them (B, T, width + 2); with ``window`` (B, W) frame indices
+        (vc.masks.random_windows) only those frames' (B, W, width + 2), each row's content read over its
+        window and the frames around it that the recognizer reaches (read_content)."""
+        pitch = pitch[:, : mels.shape[1]].to(mels.dtype)
+        if content is None:
+            content = self.content(mels, lens, window)
+        elif window is not None:
+            content = take_frames(content, window)
+        if window is not None:
+            pitch = take_frames(pitch, window)
+        return torch.cat([content.to(mels.dtype), pitch], dim=-1)
 
     def forward(
         self,
@@ -62,16 +70,16 @@ class RecognitionSynthesisVC(ReadsContent, nn.Module):
         content=None,
     ):
         """The input resynthesised (training, teacher forcing): its own frames are the target.
-        ParallelOutput. ``window`` (B, W) frame indices (vc.masks.random_windows): the content is read over
-        the whole input, then only each row's window is synthesised. ``heard`` (B, T, n_mels): the frames whose
-        content is read, where not ``mels`` themselves (augmented in training: vc/training/augment.py);
-        ``content`` (B, T, width): what the recognizer reads of them, where already read (training reads
-        it once per recording, vc.training.data.Batch.content)."""
+        ParallelOutput. ``window`` (B, W) frame indices (vc.masks.random_windows): only each row's window
+        is synthesised, from the content the recognizer reads there of the whole utterance. ``heard``
+        (B, T, n_mels): the frames whose content is read, where not ``mels`` themselves (augmented in
+        training: vc/training/augment.py); ``content`` (B, T, width): what the recognizer reads of them,
+        where already read (training reads it once per recording, vc.training.data.Batch.content)."""
         if heard is not None and content is not None:
             raise ValueError("heard and content are two readings of one input: pass one")
-        inputs = self.inputs(mels if heard is None else heard, lens, pitch, content)
+        inputs = self.inputs(mels if heard is None else heard, lens, pitch, content, window)
         if window is not None:
-            inputs, lens = take_frames(inputs, window), lens.clamp(max=window.shape[1])
+            lens = lens.clamp(max=window.shape[1])
         return self.synthesizer(inputs, lens)
 
     @torch.no_grad()
