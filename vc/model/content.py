@@ -66,7 +66,9 @@ class ReadsContent:
         self.recognizer.eval()  # frozen: its dropout never runs
         return self
 
-    def content(self, mels: torch.Tensor, lens: torch.Tensor, window: torch.Tensor | None = None) -> torch.Tensor:
+    def content(
+        self, mels: torch.Tensor, lens: torch.Tensor, window: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """(B, T, n_mels), (B,) -> (B, T, width) content features, or (B, W, width) at ``window``'s frames
         (read_content)."""
         return read_content(self.recognizer, mels, lens, window)
