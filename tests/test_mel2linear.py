@@ -281,3 +281,54 @@ def test_an_interrupted_training_resumes_to_the_same_network_and_keeps_no_state_
     ours, theirs = MEL2LINEAR.read_payload(out)["model"], MEL2LINEAR.read_payload(straight)["model"]
     assert all(torch.equal(ours[name], theirs[name]) for name in theirs)
     assert not (tmp_path / "resumed" / "mel2linear_training").exists()
+
+
+def test_the_magnitude_discriminator_scores_patches_of_time_and_frequency():
+    from vc.model.mel2linear import MagnitudeDiscriminator
+
+    torch.manual_seed(0)
+    critic = MagnitudeDiscriminator(channels=4)
+    scores, features = critic(torch.randn(2, 12, 33))
+    assert scores.shape == (2, 6, 5) and len(features) == 4  # time halved once, frequency three times
+    scores[0].sum().backward()
+    first = critic.layers[0].weight.grad
+    assert first is not None and first.abs().sum() > 0
+
+
+def test_its_gan_phase_trains_both_networks_from_its_step_and_keeps_the_last_network(tmp_path, monkeypatch):
+    from vc.settings.training import Mel2LinearConfig
+    from vc.training.mel2linear import Mel2LinearJob, train_mel2linear
+
+    folder = tmp_path / "wavs"
+    folder.mkdir()
+    for k in range(4):
+        sf.write(folder / f"utt{k}.wav", speech_like(0.6, sr=8000, seed=k), 8000)
+    seen = []
+    updates = Mel2LinearJob.updates
+
+    def recorded(job, batch, step):
+        for update in updates(job, batch, step):
+            seen.append((step, update.optimizer))
+            yield update
+
+    monkeypatch.setattr(Mel2LinearJob, "updates", recorded)
+    common = dict(channels=8, layers=1, batch_size=2, crop_frames=16, max_steps=4, max_minutes=0)
+    gan = Mel2LinearConfig(**common, valid_files=1, valid_every=2, adversarial_weight=1.0, adversarial_from=2)
+    info = train_mel2linear([folder], SMALL, tmp_path / "gan" / "mel2linear.pt", gan, progress=False)
+    assert [step for step, optimizer in seen if optimizer == "discriminator"] == [2, 3]
+    assert [step for step, optimizer in seen if optimizer == "model"] == [0, 1, 2, 3]
+    assert info["valid_db"] == pytest.approx(
+        last_validation(tmp_path / "gan"), abs=1e-3
+    )  # the last network's
+    seen.clear()
+    plain = Mel2LinearConfig(**common, valid_files=1, valid_every=2)
+    train_mel2linear([folder], SMALL, tmp_path / "plain" / "mel2linear.pt", plain, progress=False)
+    assert {optimizer for _, optimizer in seen} == {"model"}
+
+
+def last_validation(exp) -> float:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(exp / "tensorboard" / "mel2linear"))
+    events.Reload()
+    return events.Scalars("valid/db")[-1].value
