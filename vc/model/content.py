@@ -49,7 +49,9 @@ def read_content(
     inside = (index >= 0) & (index < lens.to(index.device)[:, None])
     frames = take_frames(mels, index.clamp(0, mels.shape[1] - 1))
     with torch.no_grad():
-        return recognizer.hidden(frames, inside.unsqueeze(-1).to(mels.dtype))[:, reach:-reach]
+        return recognizer.hidden(frames, inside.unsqueeze(-1).to(mels.dtype))[
+            :, reach : reach + window.shape[1]
+        ]
 
 
 class ReadsContent:
