@@ -90,41 +90,6 @@ class ResConvBody(nn.Module):
         return F.gelu(h).transpose(1, 2)
 
 
-SLOPE = 0.2  # leaky ReLU slope of the discriminator, as the post-filter's
-
-
-class MagnitudeDiscriminator(nn.Module):
-    """log10 magnitudes -> realness scores over time and frequency, and the hidden features (the GAN phase
-    of mel2linear training, mel2linear.adversarial_weight).
-
-    A smoothed magnitude differs from a natural one in its fine structure along frequency (harmonics,
-    the valleys between them), which a frame-wise L1 averages away and Griffin-Lim turns into buzz; this
-    discriminator reads the magnitude as an image, time by frequency (2-D convolutions, a patch per
-    score), where the post-filter's reads mel bands as channels.
-
-    Shapes:
-        logmag: (B, T, n_bins), zeros on padding frames
-        returns: scores (B, T', F') and a list of (B, channels, T_k, F_k) features
-    """
-
-    def __init__(self, channels: int = 16):
-        super().__init__()
-        shapes = [(1, channels // 2, (1, 2)), (channels // 2, channels, (2, 2)), (channels, channels, (1, 2))]
-        self.layers = nn.ModuleList(
-            nn.Conv2d(a, b, (3, 9), stride=stride, padding=(1, 4)) for a, b, stride in shapes
-        )
-        self.layers.append(nn.Conv2d(channels, channels, 3, padding=1))
-        self.out = nn.Conv2d(channels, 1, 3, padding=1)
-
-    def forward(self, logmag: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        h = logmag.unsqueeze(1)
-        features = []
-        for layer in self.layers:
-            h = F.leaky_relu(layer(h), SLOPE)
-            features.append(h)
-        return self.out(h).squeeze(1), features
-
-
 @torch.no_grad()
 def fit_linear(net: Mel2Linear, logmel: torch.Tensor, logmag: torch.Tensor, ridge: float = 1e-3) -> None:
     """Set the input normalisation and the linear map by ridge regression.

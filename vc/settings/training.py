@@ -142,13 +142,6 @@ class Mel2LinearConfig(Section):
     # Weight of the spectral convergence loss beside the log-magnitude L1 (a weak gain after Griffin-Lim,
     # docs/ablation.md).
     spectral_convergence_weight: float = 1.0
-    # The GAN phase (0 = off): from step adversarial_from on, a discriminator of magnitudes over time and
-    # frequency (vc.model.mel2linear.MagnitudeDiscriminator) against the network's, least squares plus
-    # feature matching beside the L1 and spectral convergence; the last network is kept, not the one
-    # with the lowest validation dB.
-    adversarial_weight: float = 0.0
-    feature_matching_weight: float = 2.0
-    adversarial_from: int = 940
     seed: int = 1
 
     NAME: ClassVar[str] = "mel2linear"

@@ -31,7 +31,7 @@ from vc.errors import DataError
 from vc.inference.converter import pick_device
 from vc.inference.teacher_forcing import for_teacher_forcing, teacher_forced
 from vc.masks import make_pad_mask
-from vc.model.mel2linear import MagnitudeDiscriminator, Mel2Linear, fit_linear
+from vc.model.mel2linear import Mel2Linear, fit_linear
 from vc.pairs import read_pair_list
 from vc.progress import progress as show_progress  # `progress` is a parameter name here
 from vc.settings.audio import AudioConfig
@@ -197,8 +197,7 @@ def train_mel2linear(
         if resume:
             loop.resume()
         steps = loop.run()
-    start_db = job.scores[0]
-    best_db = loop.best_score if job.select_best else job.scores[max(job.scores)]  # the kept network's
+    start_db, best_db = job.scores[0], loop.best_score
     info = dict(
         files=len(files) - valid_count, valid_files=valid_count, steps=steps, minutes=(time.monotonic() - started) / 60,
         valid_db=best_db, linear_db=start_db, predicted_mels=checkpoint is not None,
@@ -218,9 +217,7 @@ def train_mel2linear(
 
 class Mel2LinearJob(Job):
     """AdamW on random crops, a short warmup then cosine to zero over the budget; the network with the
-    lowest validation dB (the linear fit at step 0 included) is kept. With options.adversarial_weight, from
-    step options.adversarial_from on a magnitude discriminator (MagnitudeDiscriminator) steps first and
-    the network learns against it too; the last network is kept (a sharper magnitude scores a worse dB)."""
+    lowest validation dB (the linear fit at step 0 included) is kept."""
 
     name = "mel -> linear training"
     select_by = "valid_db"
@@ -239,14 +236,6 @@ class Mel2LinearJob(Job):
         }
         self.grad_clip = {"model": 1.0}
         self.scores: dict[int, float] = {}
-        self.discriminator = None
-        if options.adversarial_weight > 0:
-            self.discriminator = MagnitudeDiscriminator().to(self.device)
-            self.optimizers["discriminator"] = torch.optim.Adam(
-                self.discriminator.parameters(), lr=options.learning_rate, betas=(0.5, 0.9)
-            )
-            self.grad_clip["discriminator"] = None  # only checked
-            self.select_best = self.restore_best = False
 
     def batches(self, step: int):
         while True:
@@ -270,24 +259,7 @@ class Mel2LinearJob(Job):
             loss = loss + self.options.spectral_convergence_weight * spectral_convergence_loss(
                 pred, mag, lens
             )
-        if self.discriminator is not None and step >= self.options.adversarial_from:
-            keep = _keep(pred, lens)
-            real_score, real_features = self.discriminator(mag * keep)
-            fake_score, _ = self.discriminator(pred.detach())  # padding is 0 in both
-            d_loss = (real_score - 1).square().mean() + fake_score.square().mean()
-            yield Update(d_loss, "discriminator", {"discriminator": d_loss})
-            # Feature matching against the discriminator's real features of before its update, as the
-            # post-filter's (vc.training.postfilter.PostfilterJob).
-            fake_score, fake_features = self.discriminator(pred)
-            matching = sum(
-                (f - r.detach()).abs().mean() for f, r in zip(fake_features, real_features, strict=True)
-            ) / len(fake_features)
-            loss = (
-                loss
-                + self.options.adversarial_weight * (fake_score - 1).square().mean()
-                + self.options.feature_matching_weight * matching
-            )
-        yield Update(loss, "model", {"total": loss, "l1": l1})
+        yield Update(loss, stats={"total": loss, "l1": l1})
 
     def learning_rate_factor(self, step: int, spent: float) -> float:
         return min(1.0, (step + 1) / 100) * 0.5 * (1 + math.cos(math.pi * spent))
@@ -301,9 +273,7 @@ class Mel2LinearJob(Job):
         return db
 
     def networks(self) -> dict[str, torch.nn.Module]:
-        if self.discriminator is None:
-            return {"model": self.net}
-        return {"model": self.net, "discriminator": self.discriminator}
+        return {"model": self.net}
 
     def payload(self) -> dict:
         return {"crop_rng": self.rng.getstate(), "linear_db": self.scores[0]}
