@@ -396,8 +396,7 @@ def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path)
 def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     """Where vc cores finds two 1-thread trainings do more than one 2-thread one, the student's phone
     recognizer trains first on both cores, then the attention model on one thread beside the student, whose
-    cap grows by 2 / gain; where one thread does more than two (gain >= 2), the recognizer trains on one
-    thread beside the attention model too; where not, in turn."""
+    cap grows by 2 / gain; where not, in turn."""
     fake = tmp_path / "bin" / "vc"
     fake.parent.mkdir()
     fake.write_text(FAKE_VC)
@@ -446,15 +445,6 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     assert "train.max_minutes=0.10" in teacher
     assert (tmp_path / "stopped.calls.teacher").read_text() == "the stop file\n"
     assert "stops at its next step once it has trained its own 0 minutes" in out
-    # one thread does more than two: the lane starts first, the recognizer beside it, nothing grown
-    out, calls, threads = stages_3_4("one_thread", "3.0")
-    assert out.index("=== stage 3: side by side") < out.index(
-        "phone recognizer, on one thread beside the side lane"
-    )
-    assert sorted(t for t in threads[3:] if t[0].endswith("train")) == [
-        ["mel2linear-train", "1"], ["postfilter-train", "1"], ["train", "1"], ["train", "1"], ["train", "1"]]  # fmt: skip
-    for words in calls:  # the recognizer's and the student's minutes as they are
-        assert words[0] != "train" or "--stop-file" in words or not any("max_minutes" in w for w in words)
     out, calls, threads = stages_3_4("contends", "0.9")
     assert "side by side" not in out
     assert not any(w.startswith("train.max_minutes") for words in calls for w in words)

@@ -63,11 +63,10 @@
 #          --gmm_pairs N --gmm_mixtures N (stage 5's GMM peer: training pairs, default 120, 0: no peer;
 #          mixtures, default 16)
 #          --side_by_side auto|yes|no (stage 3 with a student, not on --durations attention: once the
-#          transcripts' phones and the student's phone recognizer are made on both cores (the recognizer
-#          beside the lane where one thread does more than two), the GMM peer, the scores of the rows no
-#          training changes (the GMM peer, the source, the natural target), then the attention model run on
-#          one core while the student, stage 4 and stage 5's conversions run on the other, each on one
-#          thread, the student's time cap grown by what sharing the cores costs it, the
+#          transcripts' phones and the student's phone recognizer are made on both cores, the GMM peer, the
+#          scores of the rows no training changes (the GMM peer, the source, the natural target), then the
+#          attention model run on one core while the student, stage 4 and stage 5's conversions run on the
+#          other, each on one thread, the student's time cap grown by what sharing the cores costs it, the
 #          attention model's by the other core's own work (to twice it); auto, the default: when vc cores
 #          finds two 1-thread trainings do at least 1.25x the work of one 2-thread training on this machine;
 #          docs/ablation.md, "The main job's time")
@@ -419,17 +418,10 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             echo "vc.sh: the attention model over $teacher_reads reads the $student_name's phone recognizer, and it has none (--phonetic_weight 0?): set model.encoder_input=mels" >&2
             exit 2
         fi
-        # Where vc cores finds one thread doing more than two alone (gain >= 2: the student's cap is not
-        # grown), the side lane starts first and the recognizer trains on one thread beside it (its
-        # attention model over mels needs none); elsewhere the recognizer trains first, alone on both cores
-        # (1340-1433 steps in its 3 minutes against 401 beside the lane on a 1.61x host, 66ba9fd).
-        if [ "$side_by_side" = yes ] && [ "$teacher_reads" = mels ] && [ "$scale" = 1.00 ]; then start_lane; fi
         if [ "$phone_recognizer" = 1 ] && { [ "$side_by_side" = yes ] || [ "$teacher_reads" != mels ]; } \
             && [ ! -f "$student_exp/phone_classifier.pt" ] && [ ! -f "$student_exp/.train_done" ]; then
-            where="on both cores"
-            if lane_running; then where="on one thread beside the side lane"; fi
-            echo "=== stage 3: the $student_name's phone recognizer, $where ($(date '+%H:%M:%S'))"
-            beside vc train --config "$student_conf" --out "$student_exp" --recognizer-only "${student_args[@]}" 2>&1 \
+            echo "=== stage 3: the $student_name's phone recognizer, on both cores ($(date '+%H:%M:%S'))"
+            vc train --config "$student_conf" --out "$student_exp" --recognizer-only "${student_args[@]}" 2>&1 \
                 | tee "$logs/stage3_recognizer.log"
         fi
         if [ "$teacher_reads" != mels ]; then  # one recognizer per run: the attention model reads the student's
@@ -438,7 +430,7 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             [ "$side_by_side" = yes ] || teacher  # in turn, once its recognizer is made
         fi
         if [ "$side_by_side" = yes ]; then
-            [ -n "$lane_pid" ] || start_lane  # after the recognizer, where it trains on both cores
+            start_lane
             if [ "$scale" != 1.00 ]; then
                 budget=("train.max_minutes=$scaled_minutes")
                 echo "=== stage 3: the $student_name's time cap beside the side lane: ${scale}x (${budget[*]})"
