@@ -39,7 +39,7 @@ def read_content(
     features are the same alone or in a batch. ``window`` (B, W) consecutive frame indices
     (vc.masks.random_windows) -> (B, W, width): the same features at those frames, read from the window
     and the frames the recognizer's convolutions reach around it (a training crop of 128 frames reads 144
-    of each row, not the batch's longest, about 300 on ARCTIC)."""
+    of each row, not the batch's longest)."""
     if window is None:
         keep = (~make_pad_mask(lens, mels.shape[1])).unsqueeze(-1).to(mels.dtype)
         with torch.no_grad():
