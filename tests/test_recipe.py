@@ -470,6 +470,21 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     assert product > calls.index(["the", "attention", "model", "ended"])
     assert (tmp_path / "scored.calls.teacher").read_text() == "its seconds\n"
     assert out.index("=== the side lane is done") < out.index("=== stage 6: score")
+    # with no GMM peer the lane scores the eval list's sources (the fixed rows' cache), not every recording
+    # in their corpus folder
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("a", "b", "c", "d"):
+        (corpus / f"{name}.wav").touch()
+    data = tmp_path / "nogmm" / "data" / "bdl_slt"
+    data.mkdir(parents=True)
+    (data / "eval.tsv").write_text("".join(f"{n}\t{corpus}/{n}.wav\t{corpus}/{n}.wav\n" for n in "bd"))
+    out, calls, _ = stages_3_4("nogmm", "1.6", "--stop_stage", "6", "--gmm_pairs", "0")
+    fixed = next(words for words in calls if words[0] == "score" and "--no-ceiling" in words)
+    sources = Path(tmp_path / "nogmm", fixed[fixed.index("--converted") + 1])
+    assert sorted(p.name for p in sources.iterdir()) == ["b.wav", "d.wav"]
+    assert {p.resolve() for p in sources.iterdir()} == {(corpus / f"{n}.wav").resolve() for n in "bd"}
+    assert not any(words[0] == "gmm-peer" for words in calls)
     # the student on the attention model's durations: that model trains first, in turn, whatever the gain
     out, calls, _ = stages_3_4("taught", "1.6", "--durations", "attention")
     teacher = next(k for k, words in enumerate(calls) if words[0] == "train" and "conf/default.yaml" in words)

@@ -255,10 +255,14 @@ gmm_peer() {  # gmm_peer WORKERS: stage 5's classical peer -> EXP/converted/gmm
 fixed_rows() {  # fixed_rows WORKERS: stage 6's rows no training changes (the GMM peer's, the source's, the
     # natural target's; the speaker centroids' files), scored into the cache, where stage 6 reads them; the
     # recipe's config gives their sample rate (the side lane scores them before any model has a config)
-    local converted=$exp/converted/gmm
-    [ "$gmm_pairs" != 0 ] || converted=$(eval_folder 2)
+    local converted=$exp/converted/gmm name=$gmm_row
+    if [ "$gmm_pairs" = 0 ]; then  # no peer: the eval list's sources (the list), not their whole corpus folder
+        converted=$exp/converted/sources name="the eval list's sources"
+        rm -rf "$converted" && mkdir -p "$converted"
+        cut -f 2 "$data/eval.tsv" | while IFS= read -r f; do ln -s "$(realpath -- "$f")" "$converted/"; done
+    fi
     echo "=== stage 6: the rows no training changes, scored ahead into $score_cache ($(date '+%H:%M:%S'))"
-    vc score --converted "$converted" --name "$gmm_row" --reference "$(eval_folder 3)" --source "$(eval_folder 2)" \
+    vc score --converted "$converted" --name "$name" --reference "$(eval_folder 3)" --source "$(eval_folder 2)" \
         --config "$conf" --train-list "$data/train.tsv" --no-ceiling --workers "$1" \
         --cache "$score_cache" --out "$logs/fixed_rows.txt" --overwrite 2>&1 | tee "$logs/stage6_fixed_rows.log"
 }
