@@ -142,7 +142,7 @@ def test_kind_only_training_settings_from_the_train_section_are_read_into_the_ki
     student = Config.from_dict({"model": {"kind": "nonautoregressive"}, "train": {"duration_loss_weight": 2.0,
                                 "stop_pos_weight": 9.0}})  # fmt: skip
     assert student.model.duration_loss_weight == 2.0 and not hasattr(student.model, "stop_pos_weight")
-    assert load_config("default", ["train.until_converts=false"]).model.until_converts is False
-    assert load_config("default").model.until_converts is True  # conf/default.yaml, in its model section
+    assert load_config("default", ["train.until_converts=true"]).model.until_converts is True
+    assert load_config("default").model.until_converts is False  # its whole budget since 2026-12-06
     with pytest.raises(ConfigError, match="model.until_converts is a setting of model.kind attention"):
         load_config("student", ["train.until_converts=true"])

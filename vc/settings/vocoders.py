@@ -64,7 +64,7 @@ class GriffinLimConfig(Section):
     # cepstrum below 2 ms of quefrency) is scaled by this, the envelope kept; 1.0 leaves it as it is.
     # 1.15 on the main job's model, two seeds: MOS +0.25 and +0.22, Whisper WER +1.5 and +1.5 (noise),
     # similarity +0.002 and -0.004; not the default, the rule asks for similarity no worse (docs/ablation.md,
-    # "The harmonics' depth").
+    # "The harmonics' depth before Griffin-Lim").
     harmonic_depth: float = 1.0
 
     NAME: ClassVar[str] = "vocoder.griffin_lim"
