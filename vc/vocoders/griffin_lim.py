@@ -317,7 +317,7 @@ def deepen_harmonics(magnitude: torch.Tensor, depth: float, sample_rate: int) ->
     cut = max(1, round(0.002 * sample_rate))
     lifter = torch.zeros(cepstrum.shape[1], dtype=cepstrum.dtype, device=cepstrum.device)
     lifter[:cut] = 1.0
-    lifter[-cut + 1 :] = 1.0
+    lifter[lifter.shape[0] - cut + 1 :] = 1.0  # the mirrored quefrencies 1 .. cut - 1
     envelope = torch.fft.rfft(cepstrum * lifter[:, None], dim=1).real[:, :bins]
     return (envelope + depth * (log_magnitude - envelope)).exp()
 
@@ -326,8 +326,9 @@ class GriffinLimVocoder(torch.nn.Module):
     """Log-mel (as made by vc.audio.LogMel) to waveform with Griffin-Lim.
 
     Mel -> linear magnitude by ``Magnitude`` (the network ``mel2linear`` when given, else the
-    filterbank inverse), sharpened by ``settings.magnitude_power``, then fast Griffin-Lim (Perraudin
-    et al. 2013) from a random phase, or from PGHI's (``settings.init``); its settings are the
+    filterbank inverse), sharpened by ``settings.magnitude_power``, its harmonics deepened by
+    ``settings.harmonic_depth``, then fast Griffin-Lim (Perraudin et al. 2013) from a random phase,
+    or from PGHI's (``settings.init``); its settings are the
     vocoder.griffin_lim section. Runs wherever its buffers are; a padded batch gives each item exactly
     what it would give alone with the same phase.
 
