@@ -17,7 +17,7 @@ import torch
 from vc.errors import ConfigError
 from vc.settings.audio import AudioConfig
 from vc.settings.vocoders import GriffinLimConfig, VocoderConfig
-from vc.vocoders.magnitude import Magnitude
+from vc.vocoders.magnitude import MAGNITUDE_FLOOR, Magnitude
 from vc.vocoders.pghi import pghi_start
 
 
@@ -311,7 +311,7 @@ def deepen_harmonics(magnitude: torch.Tensor, depth: float, sample_rate: int) ->
     any voice's pitch period under 500 Hz) scaled by ``depth``; the envelope is kept.
 
     Shapes: magnitude (B, n_fft // 2 + 1, frames) -> the same."""
-    log_magnitude = magnitude.clamp_min(1e-8).log()
+    log_magnitude = magnitude.clamp_min(MAGNITUDE_FLOOR).log()  # the floor Magnitude itself keeps
     bins = magnitude.shape[1]
     cepstrum = torch.fft.irfft(log_magnitude, dim=1)  # (B, n_fft, frames), even in quefrency
     cut = max(1, round(0.002 * sample_rate))
@@ -328,9 +328,10 @@ class GriffinLimVocoder(torch.nn.Module):
     Mel -> linear magnitude by ``Magnitude`` (the network ``mel2linear`` when given, else the
     filterbank inverse), sharpened by ``settings.magnitude_power``, its harmonics deepened by
     ``settings.harmonic_depth``, then fast Griffin-Lim (Perraudin et al. 2013) from a random phase,
-    or from PGHI's (``settings.init``); its settings are the
-    vocoder.griffin_lim section. Runs wherever its buffers are; a padded batch gives each item exactly
-    what it would give alone with the same phase.
+    or from PGHI's (``settings.init``); its settings are the vocoder.griffin_lim section. Runs wherever
+    its buffers are; a padded batch gives each item exactly what it would give alone with the same
+    phase (with ``harmonic_depth`` other than 1, up to its FFTs' float32 rounding, about 2e-6 of the
+    magnitude, which PGHI's start can carry to about 1e-3 of the waveform).
 
     Shapes:
         logmel: (B, frames, n_mels); frame_lens: (B,)
