@@ -22,11 +22,12 @@ from vc.settings.vocoders import GriffinLimConfig
 N_MELS = 16
 
 
-def write_snapshots(folder, steps=(100, 200, 300), stats_mean=-2.0, decoder_rnn_dim=None):
-    """Snapshots of one 'run': the same config and statistics, weights drawn anew per step."""
+def write_snapshots(folder, steps=(100, 200, 300), stats_mean=-2.0, **model):
+    """Snapshots of one 'run': the same config and statistics, weights drawn anew per step; ``model``:
+    model settings other than tiny_config's."""
     config = Config()
     config.audio = dataclasses.replace(config.audio, n_mels=N_MELS)
-    config.model = tiny_config() if decoder_rnn_dim is None else tiny_config(decoder_rnn_dim=decoder_rnn_dim)
+    config.model = tiny_config(**model)
     config.vocoder = dataclasses.replace(config.vocoder, griffin_lim=GriffinLimConfig(iters=2))
     stats = FeatureStats(np.full(N_MELS, stats_mean, np.float32), np.ones(N_MELS, np.float32)).to_dict()
     paths = []
@@ -89,6 +90,19 @@ def test_checkpoints_of_other_runs_or_models_are_refused(tmp_path):
     with pytest.raises(CheckpointError, match="different models"):
         average_checkpoints(first + other_model, tmp_path / "out.pt")
     assert not (tmp_path / "out.pt").exists()
+
+
+def test_a_run_resumed_with_other_training_settings_is_one_model(tmp_path):
+    # Resumed with another stopping rule, self-reconstruction span or loss weights: the same network.
+    before = write_snapshots(tmp_path / "a", steps=(400, 500), until_converts=True, self_steps=150)
+    after = write_snapshots(tmp_path / "b", steps=(600,), guided_attention_weight=0.5)
+    summary = average_checkpoints(before + after, tmp_path / "out.pt")
+    assert summary["steps"] == [400, 500, 600]
+    stored = load_checkpoint(tmp_path / "out.pt")["config"]["model"]
+    assert stored["until_converts"] is False and stored["guided_attention_weight"] == 0.5  # the newest's
+    other_network = write_snapshots(tmp_path / "c", steps=(700,), encoder_input="content")
+    with pytest.raises(CheckpointError, match="different models"):
+        average_checkpoints(before + other_network, tmp_path / "out2.pt")
 
 
 def test_cli_writes_the_average_and_never_overwrites_an_input(tmp_path, capsys):

@@ -16,9 +16,11 @@ serve it when it is written into the same folder.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from vc.artifacts.checkpoint import INFERENCE_KEYS, load_checkpoint, save_checkpoint, step_checkpoints
+from vc.config import Config
 from vc.errors import CheckpointError
 from vc.fileio import refuse_overwrite
 
@@ -47,8 +49,9 @@ def checkpoints_to_average(inputs: list[str | Path], last: int | None = None) ->
 def average_checkpoints(paths: list[str | Path], out: str | Path, overwrite: bool = True) -> dict:
     """Write the mean of ``paths``' weights to ``out`` (atomically); returns a summary for one line.
 
-    The checkpoints must come from one run: the same model config and feature
-    statistics. Config, statistics and step are the newest (highest step) one's.
+    The checkpoints must come from one run: the same network (model config, less the keys that only
+    steer training, ModelConfig.TRAINING_ONLY: a run resumed with another stopping rule is one model)
+    and feature statistics. Config, statistics and step are the newest (highest step) one's.
     An existing ``out`` is replaced only with ``overwrite``; an input never is.
     """
     paths = [Path(p) for p in paths]
@@ -58,8 +61,9 @@ def average_checkpoints(paths: list[str | Path], out: str | Path, overwrite: boo
     payloads = [load_checkpoint(p) for p in paths]
     newest = max(range(len(paths)), key=lambda k: payloads[k]["step"])
     reference, where = payloads[newest], paths[newest]
+    network = _network_settings(reference)
     for path, payload in zip(paths, payloads, strict=True):
-        if payload["config"].get("model") != reference["config"].get("model"):
+        if _network_settings(payload) != network:
             raise CheckpointError(f"{path} and {where} are different models (model config differs)")
         if payload["stats"] != reference["stats"]:
             raise CheckpointError(f"{path} and {where} come from different runs (feature statistics differ)")
@@ -78,3 +82,9 @@ def average_checkpoints(paths: list[str | Path], out: str | Path, overwrite: boo
     info = {"averaged_from": [p.name for p in paths], "averaged_steps": steps}
     save_checkpoint(out, {**kept, "model": averaged, "info": info})
     return {"count": len(paths), "steps": steps, "bytes": Path(out).stat().st_size}
+
+
+def _network_settings(payload: dict) -> dict:
+    """A checkpoint's model settings that make its network (as read today: older keys upgraded)."""
+    model = Config.from_dict(payload["config"], stored=True).model
+    return type(model).network_settings(dataclasses.asdict(model))

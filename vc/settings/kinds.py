@@ -49,6 +49,17 @@ class ModelConfig(Section):
         "encoder_reduction_factor", "encoder_conv_layers", "encoder_hidden_dim", "postnet_layers"
     )  # fmt: skip
     ODD: ClassVar[tuple[str, ...]] = ("encoder_conv_kernel", "postnet_kernel")
+    # Keys that steer training (its losses, schedule and stopping rule), not what the network is: a run
+    # resumed with another value is still one model (`vc average` averages its snapshots). A kind's class
+    # adds its own.
+    TRAINING_ONLY: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def network_settings(cls, settings: dict) -> dict:
+        """``settings`` (a stored model section) without the keys of TRAINING_ONLY, this class's and its
+        parents'."""
+        dropped = {key for klass in cls.__mro__ for key in vars(klass).get("TRAINING_ONLY", ())}
+        return {key: value for key, value in settings.items() if key not in dropped}
 
 
 @dataclass
@@ -97,6 +108,15 @@ class AttentionConfig(ModelConfig):
     )
     ODD: ClassVar[tuple[str, ...]] = ("attention_location_kernel",)
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"encoder_input": ENCODER_INPUTS}
+    TRAINING_ONLY: ClassVar[tuple[str, ...]] = (
+        "self_steps",
+        "stop_pos_weight",
+        "guided_attention_sigma",
+        "guided_attention_weight",
+        "until_converts",
+        "converts_focus",
+        "converts_gain_db",
+    )
 
     def check(self) -> None:
         if self.self_steps < 0:
@@ -131,6 +151,7 @@ class NonAutoregressiveConfig(ParallelDecoderConfig):
 
     POSITIVE: ClassVar[tuple[str, ...]] = ("duration_predictor_channels",)
     ODD: ClassVar[tuple[str, ...]] = ("duration_predictor_kernel",)
+    TRAINING_ONLY: ClassVar[tuple[str, ...]] = ("duration_loss_weight",)
 
 
 @dataclass
