@@ -110,6 +110,9 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert (exp / "student" / "checkpoints" / "postfilter.pt").is_file() and (
         exp / "logs" / "stage4_postfilter.log"
     ).is_file()
+    # the attention model's own post-filter, trained on its predictions once the side lane made it
+    assert (exp / "checkpoints" / "postfilter.pt").is_file()
+    assert "post-filter: " in (exp / "logs" / "stage4_teacher_postfilter.log").read_text()
     scores = (exp / "scores.txt").read_text()
     rows = ("non-autoregressive converter", "attention model", "GMM peer", "no conversion")
     for row in (*rows, "Griffin-Lim ceiling", "natural target"):
@@ -365,7 +368,14 @@ def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path)
     calls = stages_3_4("defaults")  # on cores that gain nothing side by side: in turn
     assert calls[0][0] == "cores"
     trainings = [words for words in calls if "train" in words[0]]
-    assert [words[0] for words in trainings] == ["train", "train", "mel2linear-train", "postfilter-train"]
+    assert [words[0] for words in trainings] == [
+        "train", "train", "mel2linear-train", "postfilter-train", "postfilter-train"]  # fmt: skip
+    # the second post-filter: the attention model's own, on its predictions, beside it
+    own = trainings[-1]
+    exp = tmp_path / "defaults" / "exp" / "bdl_slt_default"
+    assert own[own.index("--checkpoint") + 1] == f"{exp}/checkpoints/averaged.pt"
+    assert own[own.index("--out") + 1] == f"{exp}/checkpoints/postfilter.pt"
+    assert (exp / "checkpoints" / "mel2linear.pt").is_file()  # the model's network, copied beside it
     for words in trainings:
         settings = [w for w in words if "=" in w and not w.startswith("data.")]
         assert not settings and "--max-minutes" not in words, words
@@ -382,9 +392,10 @@ def test_the_recipe_passes_no_training_setting_its_configs_do_not_hold(tmp_path)
     calls = stages_3_4(
         "options", "--teacher_minutes", "5", "--phonetic_weight", "0", "--vocoder_minutes", "2"
     )
-    teacher, student, vocoder, postfilter = (words for words in calls if words[0].endswith("train"))
+    teacher, student, vocoder, *postfilters = (words for words in calls if words[0].endswith("train"))
     assert "train.max_minutes=5" in teacher and "train.phonetic_weight=0" in student
-    assert vocoder[vocoder.index("--max-minutes") + 1] == "2" and "--max-minutes" not in postfilter
+    assert vocoder[vocoder.index("--max-minutes") + 1] == "2"
+    assert len(postfilters) == 2 and not any("--max-minutes" in words for words in postfilters)
     assert any("--phones" in words for words in calls)
     # the non-autoregressive converter with its phonetic loss off needs no phones
     calls = stages_3_4("student", "--student_conf", "conf/student.yaml", "--phonetic_weight", "0")
@@ -429,7 +440,10 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
     assert threads[:3] == [["cores", "all"], ["durations", "all"], ["durations", "all"]]
     assert threads[3] == ["train", "all"]
     assert sorted(t for t in threads[4:] if t[0].endswith("train")) == [
-        ["mel2linear-train", "1"], ["postfilter-train", "1"], ["train", "1"], ["train", "1"]]  # fmt: skip
+        ["mel2linear-train", "1"], ["postfilter-train", "1"], ["postfilter-train", "all"], ["train", "1"],
+        ["train", "1"]]  # fmt: skip
+    # the attention model's own post-filter once the lane is done: on both cores
+    assert out.index("=== the side lane is done") < out.index("=== stage 4: the attention model's post-filter")
     assert out.index("phone recognizer, on both cores") < out.index("=== stage 3: side by side")
     # a resumed student keeps its settings: the grown caps are not one of them
     settings = tmp_path / "gains" / "exp" / "bdl_slt_default" / "student" / ".train_settings"

@@ -189,8 +189,7 @@ teacher_twice=0  # twice it [min]: its cap in the side lane, where the stop file
 teacher_clock=$exp/.lane_teacher_started  # when the side lane began training it (date +%s)
 teacher_stop=$exp/.lane_teacher_stop  # vc train --stop-file: the foreground wants its core back
 train_flags=()  # vc train's flags in train_and_average (the side lane's: the stop file)
-teacher_vocoder=none  # pending: stage 4's network to copy beside the attention model once the lane is done
-teacher_vocoder_copy() { cp "$model_dir/mel2linear.pt" "$exp/checkpoints/mel2linear.pt"; }
+teacher_companions=none  # pending: stage 4's networks of the attention model, made once the lane is done
 lane_running() { [ -n "$lane_pid" ] && kill -0 "$lane_pid" 2>/dev/null; }
 beside() { if lane_running; then OMP_NUM_THREADS=1 "$@"; else "$@"; fi; }  # beside COMMAND...
 threads() { if lane_running; then echo 1; else echo "$1"; fi; }  # threads N: N, or 1 beside the lane
@@ -221,7 +220,7 @@ wait_lane() {  # what the side lane makes is needed from here on
         exit 1
     fi
     echo "=== the side lane is done ($(date '+%H:%M:%S'); $lane_log)"
-    if [ "$teacher_vocoder" = pending ]; then teacher_vocoder_copy; fi
+    if [ "$teacher_companions" = pending ]; then teacher_companions=none; teacher_companions; fi
 }
 wait_lane_rows() {  # what stages 5-6 need of the side lane: the GMM peer, the fixed rows' scores and the
     # attention model's config.yaml (stage 6 scores with it; vc train writes it first); the attention model
@@ -444,6 +443,28 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
             "${student_args[@]}" "${budget[@]+"${budget[@]}"}"
     fi
 fi
+train_postfilter() {  # train_postfilter WHOSE DIR CHECKPOINT LOG: stage 4's post-filter of CHECKPOINT -> DIR/postfilter.pt
+    local whose=$1 dir=$2 checkpoint=$3 log=$4
+    if [ "$postfilter_minutes" = 0 ]; then
+        echo "=== stage 4: ${whose}post-filter: skipped (--postfilter_minutes 0)"
+    elif [ -f "$dir/postfilter.pt" ]; then
+        echo "=== stage 4: ${whose}post-filter: already done ($dir/postfilter.pt); delete it to train again"
+    else
+        echo "=== stage 4: ${whose}post-filter ($(date '+%H:%M:%S'))"
+        local resume=(); ls "$dir"/postfilter_training/step*.pt >/dev/null 2>&1 && resume=(--resume)
+        beside vc postfilter-train "$data/train.tsv" --checkpoint "$checkpoint" --out "$dir/postfilter.pt" \
+            ${postfilter_minutes:+--max-minutes "$postfilter_minutes"} "${resume[@]+"${resume[@]}"}" 2>&1 \
+            | tee "$logs/$log.log"
+    fi
+}
+# The attention model beside the model (a student): the model's mel -> linear network copied beside it (one
+# network, one stage's minutes) and a post-filter of its own, trained on its predictions (Whisper WER -11.1
+# and -14.9 through Griffin-Lim and HiFi-GAN, similarity +0.056, docs/ablation.md "The attention model's
+# own post-filter").
+teacher_companions() {
+    cp "$model_dir/mel2linear.pt" "$exp/checkpoints/mel2linear.pt"
+    train_postfilter "the attention model's " "$exp/checkpoints" "$teacher" stage4_teacher_postfilter
+}
 # The network is trained after the model so it can learn to undo the model's own blur; delete the file to
 # train it again.
 if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
@@ -456,21 +477,10 @@ if [ "$stage" -le 4 ] && [ "$stop_stage" -ge 4 ]; then
             --checkpoint "$model" --out "$model_dir/mel2linear.pt" ${vocoder_minutes:+--max-minutes "$vocoder_minutes"} \
             "${resume[@]+"${resume[@]}"}"
     fi
-    # The teacher's row vocodes through the same network (one network, one stage's minutes): a copy beside it,
-    # once the side lane has made it.
+    train_postfilter "" "$model_dir" "$model" stage4_postfilter
+    # The attention model's own, once the side lane has made it (a failed lane says so).
     if [ "$model_dir" != "$exp/checkpoints" ]; then
-        if lane_running; then teacher_vocoder=pending; else wait_lane; teacher_vocoder_copy; fi  # a failed lane says so
-    fi
-    if [ "$postfilter_minutes" = 0 ]; then
-        echo "=== stage 4: post-filter: skipped (--postfilter_minutes 0)"
-    elif [ -f "$model_dir/postfilter.pt" ]; then
-        echo "=== stage 4: post-filter: already done ($model_dir/postfilter.pt); delete it to train again"
-    else
-        echo "=== stage 4: post-filter ($(date '+%H:%M:%S'))"
-        resume=(); ls "$model_dir"/postfilter_training/step*.pt >/dev/null 2>&1 && resume=(--resume)
-        beside vc postfilter-train "$data/train.tsv" --checkpoint "$model" --out "$model_dir/postfilter.pt" \
-            ${postfilter_minutes:+--max-minutes "$postfilter_minutes"} "${resume[@]+"${resume[@]}"}" 2>&1 \
-            | tee "$logs/stage4_postfilter.log"
+        if lane_running; then teacher_companions=pending; else wait_lane; teacher_companions; fi
     fi
 fi
 systems=()  # stage 6's rows beside the model's (named after its kind): NAME=FOLDER
