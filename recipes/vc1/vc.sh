@@ -16,7 +16,8 @@
 #   4 vocoder      mel -> linear magnitude network for Griffin-Lim, on the target's training recordings
 #                  and the model's teacher-forced mels -> checkpoints/mel2linear.pt beside the model (and a
 #                  copy beside the teacher); with --postfilter_minutes > 0 the GAN post-filter that sharpens
-#                  the model's mels in time -> checkpoints/postfilter.pt
+#                  the model's mels in time -> checkpoints/postfilter.pt, and the teacher's own, on its
+#                  predictions, once the side lane has made it -> EXP/checkpoints/postfilter.pt
 #   5 convert      the eval set's source utterances -> EXP/converted/eval/*.wav (the model) and .../gmm
 #                  (the classical peer, vc gmm-peer; --gmm_pairs 0 skips it); through Griffin-Lim, and the
 #                  model through each other vocoder of --vocoders -> EXP/converted/eval_hifigan
