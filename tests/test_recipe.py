@@ -443,7 +443,8 @@ def test_the_recipe_trains_side_by_side_where_the_cores_gain(tmp_path):
         ["mel2linear-train", "1"], ["postfilter-train", "1"], ["postfilter-train", "all"], ["train", "1"],
         ["train", "1"]]  # fmt: skip
     # the attention model's own post-filter once the lane is done: on both cores
-    assert out.index("=== the side lane is done") < out.index("=== stage 4: the attention model's post-filter")
+    own = out.index("=== stage 4: the attention model's post-filter")
+    assert out.index("=== the side lane is done") < own
     assert out.index("phone recognizer, on both cores") < out.index("=== stage 3: side by side")
     # a resumed student keeps its settings: the grown caps are not one of them
     settings = tmp_path / "gains" / "exp" / "bdl_slt_default" / "student" / ".train_settings"
