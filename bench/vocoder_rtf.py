@@ -28,6 +28,7 @@ from convert_rtf import batches_like_convert_files, convert_all
 FLOAT32 = ("vocoder.hifigan.precision=float32",)
 VARIANTS = (
     ("griffin-lim", ()),
+    ("griffin-lim", ("vocoder.griffin_lim.harmonic_lift=0",)),  # the harmonics as the network gave them
     ("griffin-lim", ("vocoder.griffin_lim.init=random",)),  # from a random phase (the default before PGHI)
     ("hifigan", ()),
     ("hifigan", FLOAT32),  # left out where the default is float32 already

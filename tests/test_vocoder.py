@@ -17,7 +17,7 @@ from vc.audio import LogMel, mel_basis
 from vc.errors import ConfigError
 from vc.settings.audio import AudioConfig
 from vc.settings.vocoders import GriffinLimConfig
-from vc.vocoders.griffin_lim import GriffinLimVocoder, deepen_harmonics, griffin_lim, spectral_convergence
+from vc.vocoders.griffin_lim import GriffinLimVocoder, griffin_lim, spectral_convergence
 from vc.vocoders.magnitude import MAGNITUDE_FLOOR, mel_to_linear
 
 ARCTIC = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmu_arctic"
@@ -226,22 +226,6 @@ def test_vocoder_default_config_runs():
     assert torch.isfinite(out).all() and out.abs().max() > 0
     with pytest.raises(ConfigError, match="hop_length"):
         GriffinLimVocoder(AudioConfig(**{**SMALL, "hop_length": 160}), GriffinLimConfig())
-
-
-def test_deepen_harmonics_scales_the_ripple_about_the_envelope_and_keeps_the_envelope():
-    """A log spectrum that is an envelope (quefrency 3 samples) plus a harmonic ripple (a 200 Hz pitch at
-    16 kHz: quefrency 80): depth d scales the ripple by d and leaves the envelope; depth 1 is the input."""
-    n_fft, sample_rate = 1024, 16000
-    k = torch.arange(n_fft // 2 + 1, dtype=torch.float64)
-    envelope = 1.5 * torch.cos(2 * math.pi * k * 3 / n_fft) - 2.0
-    ripple = 0.4 * torch.cos(2 * math.pi * k * 80 / n_fft)
-    magnitude = (envelope + ripple).exp()[None, :, None].repeat(2, 1, 3)  # (B, bins, frames)
-    for depth in (0.0, 1.6):
-        deepened = deepen_harmonics(magnitude, depth, sample_rate).log()
-        torch.testing.assert_close(deepened, (envelope + depth * ripple)[None, :, None].expand_as(deepened))
-    torch.testing.assert_close(deepen_harmonics(magnitude, 1.0, sample_rate), magnitude)
-    # through the vocoder: its setting (1.0, the default, leaves the magnitude alone)
-    assert GriffinLimConfig().harmonic_depth == 1.0
 
 
 @pytest.mark.parametrize("nnls_steps", [0, 10])

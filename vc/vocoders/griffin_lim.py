@@ -17,7 +17,8 @@ import torch
 from vc.errors import ConfigError
 from vc.settings.audio import AudioConfig
 from vc.settings.vocoders import GriffinLimConfig, VocoderConfig
-from vc.vocoders.magnitude import MAGNITUDE_FLOOR, Magnitude
+from vc.vocoders.harmonics import deepen_harmonics, lift_harmonics
+from vc.vocoders.magnitude import Magnitude
 from vc.vocoders.pghi import pghi_start
 
 
@@ -306,32 +307,17 @@ def spectral_convergence(
     )
 
 
-def deepen_harmonics(magnitude: torch.Tensor, depth: float, sample_rate: int) -> torch.Tensor:
-    """Each frame's log magnitude about its envelope (its cepstrum liftered at 2 ms of quefrency: above
-    any voice's pitch period under 500 Hz) scaled by ``depth``; the envelope is kept.
-
-    Shapes: magnitude (B, n_fft // 2 + 1, frames) -> the same."""
-    log_magnitude = magnitude.clamp_min(MAGNITUDE_FLOOR).log()  # the floor Magnitude itself keeps
-    bins = magnitude.shape[1]
-    cepstrum = torch.fft.irfft(log_magnitude, dim=1)  # (B, n_fft, frames), even in quefrency
-    cut = max(1, round(0.002 * sample_rate))
-    lifter = torch.zeros(cepstrum.shape[1], dtype=cepstrum.dtype, device=cepstrum.device)
-    lifter[:cut] = 1.0
-    lifter[lifter.shape[0] - cut + 1 :] = 1.0  # the mirrored quefrencies 1 .. cut - 1
-    envelope = torch.fft.rfft(cepstrum * lifter[:, None], dim=1).real[:, :bins]
-    return (envelope + depth * (log_magnitude - envelope)).exp()
-
-
 class GriffinLimVocoder(torch.nn.Module):
     """Log-mel (as made by vc.audio.LogMel) to waveform with Griffin-Lim.
 
     Mel -> linear magnitude by ``Magnitude`` (the network ``mel2linear`` when given, else the
     filterbank inverse), sharpened by ``settings.magnitude_power``, its harmonics deepened by
-    ``settings.harmonic_depth``, then fast Griffin-Lim (Perraudin et al. 2013) from a random phase,
-    or from PGHI's (``settings.init``); its settings are the vocoder.griffin_lim section. Runs wherever
-    its buffers are; a padded batch gives each item exactly what it would give alone with the same
-    phase (with ``harmonic_depth`` other than 1, up to its FFTs' float32 rounding, about 2e-6 of the
-    magnitude, which PGHI's start can carry to about 1e-3 of the waveform).
+    ``settings.harmonic_depth`` and lifted where a converter smeared them by ``settings.harmonic_lift``
+    (vc.vocoders.harmonics), then fast Griffin-Lim (Perraudin et al. 2013) from a random phase, or from
+    PGHI's (``settings.init``); its settings are the vocoder.griffin_lim section. Runs wherever its
+    buffers are; a padded batch gives each item what it would give alone with the same phase, up to the
+    FFTs' float32 rounding of the harmonics' envelope (about 2e-6 of the magnitude, which PGHI's start
+    can carry to about 1e-3 of the waveform).
 
     Shapes:
         logmel: (B, frames, n_mels); frame_lens: (B,)
@@ -372,6 +358,8 @@ class GriffinLimVocoder(torch.nn.Module):
         magnitude = self.magnitude(logmel, frame_lens, s.magnitude_power)
         if s.harmonic_depth != 1.0:
             magnitude = deepen_harmonics(magnitude, s.harmonic_depth, a.sample_rate)
+        if s.harmonic_lift > 0:
+            magnitude = lift_harmonics(magnitude, s.harmonic_lift, a.sample_rate, a.n_fft, frame_lens)
         init = "random"
         if s.init == "pghi":
             init = pghi_start(
