@@ -59,8 +59,10 @@ def measure_cell(
     )
     if vocoder == "hifigan":  # the name the row shows: what "auto" became on this CPU
         vocoder = f"hifigan ({hifigan_arithmetic(converter.config.vocoder)})"
-    elif converter.config.vocoder.griffin_lim.init != "random":
-        vocoder = f"{vocoder} ({converter.config.vocoder.griffin_lim.init} start)"
+    else:  # its start, and whether it lifts the smeared harmonics (vc.vocoders.harmonics)
+        settings = converter.config.vocoder.griffin_lim
+        lift = f", lift {settings.harmonic_lift:g}" if settings.harmonic_lift else ", no lift"
+        vocoder = f"{vocoder} ({settings.init} start{lift})"
     load_seconds = time.perf_counter() - start
     audio = converter.config.audio
     pairs = list_pairs(setup, "eval", setup.sizes.gl_utterances)
