@@ -71,7 +71,7 @@ class GriffinLimConfig(Section):
     # voiced frame every harmonic standing lower above the points halfway between them than this many
     # times a recording's height at its frequency is raised to it, the pitch read from the frame's own
     # lowest harmonics; 0: off. 1.5 on the main job's model, two seeds: MOS +0.49 and +0.48, Whisper WER
-    # +0.3 and +0.2 (noise), similarity +0.015 and +0.002; 1.0 gained MOS +0.15, 2.0 lost similarity
+    # +0.3 and +0.3 (noise), similarity +0.015 and +0.002; 1.0 gained MOS +0.15, 2.0 lost similarity
     # (docs/ablation.md, "Harmonics lifted before Griffin-Lim").
     harmonic_lift: float = 1.5
 
