@@ -18,6 +18,17 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 ARCTIC = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmu_arctic"
 
 
+@pytest.fixture
+def one_thread():
+    """Torch on one thread for the test: tiny tensors gain nothing from a second one but synchronisation,
+    which gets very slow when other jobs share the two cores (a module opts in with
+    ``pytestmark = pytest.mark.usefixtures("one_thread")``)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def arctic_file(speaker: str, utt_id: str) -> Path:
     """A real CMU ARCTIC file from ../shared, or skip the test where it is absent."""
     path = ARCTIC / f"cmu_us_{speaker}_arctic" / "wav" / f"{utt_id}.flac"

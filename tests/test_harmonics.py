@@ -28,12 +28,7 @@ SR, N_FFT = AUDIO.sample_rate, AUDIO.n_fft
 BIN_HZ = SR / N_FFT
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def voice(pitch: torch.Tensor, seconds: float = 1.0) -> torch.Tensor:

@@ -29,14 +29,7 @@ TOLERANCE = 1e-3
 SMALL = dict(sample_rate=8000, n_fft=256, win_length=256, hop_length=64, n_mels=40, fmin=0.0, fmax=4000.0)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # The tensors here are tiny, so a second thread only adds synchronisation,
-    # and that gets very slow when other jobs share the two cores.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def stft_args(config: AudioConfig) -> dict:

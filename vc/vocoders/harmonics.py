@@ -74,13 +74,19 @@ def _read(ripple: torch.Tensor, freqs: torch.Tensor, bin_hz: float) -> torch.Ten
     return ripple.gather(1, low) * (1 - weight) + ripple.gather(1, low + 1) * weight
 
 
+def _peaks_and_midpoints(ripple: torch.Tensor, centres: torch.Tensor, pitch: torch.Tensor, bin_hz: float):
+    """``ripple`` (B, bins, T) at ``centres`` (B, M, T) [Hz], and the mean of its points half a ``pitch``
+    (B, 1 or M, T) [Hz] either side -> (B, M, T), (B, M, T)."""
+    half = 0.5 * pitch
+    midpoints = 0.5 * (_read(ripple, centres - half, bin_hz) + _read(ripple, centres + half, bin_hz))
+    return _read(ripple, centres, bin_hz), midpoints
+
+
 def harmonic_contrast(ripple: torch.Tensor, centres: torch.Tensor, pitch: torch.Tensor, bin_hz: float):
     """How far ``ripple`` (B, bins, T) stands at ``centres`` (B, M, T) [Hz] above the mean of the points
     half a ``pitch`` (B, 1, T) [Hz] either side -> (B, M, T) [nepers]."""
-    half = 0.5 * pitch
-    return _read(ripple, centres, bin_hz) - 0.5 * (
-        _read(ripple, centres - half, bin_hz) + _read(ripple, centres + half, bin_hz)
-    )
+    peaks, midpoints = _peaks_and_midpoints(ripple, centres, pitch, bin_hz)
+    return peaks - midpoints
 
 
 def _harmonic_means(ripple: torch.Tensor, candidates: torch.Tensor, band: float, bin_hz: float):
@@ -90,10 +96,9 @@ def _harmonic_means(ripple: torch.Tensor, candidates: torch.Tensor, band: float,
     most = max(1, int(band // PITCH_RANGE[0]))
     k = torch.arange(1, most + 1, dtype=ripple.dtype, device=ripple.device)[None, None, :, None]
     centres = candidates[:, :, None, :] * k  # (B, C, K, T)
-    flat = centres.reshape(batch, -1, frames)
-    half = 0.5 * candidates[:, :, None, :].expand_as(centres).reshape(batch, -1, frames)
-    peaks = _read(ripple, flat, bin_hz)
-    contrast = peaks - 0.5 * (_read(ripple, flat - half, bin_hz) + _read(ripple, flat + half, bin_hz))
+    pitch = candidates[:, :, None, :].expand_as(centres).reshape(batch, -1, frames)
+    peaks, midpoints = _peaks_and_midpoints(ripple, centres.reshape(batch, -1, frames), pitch, bin_hz)
+    contrast = peaks - midpoints
     weights = (centres <= band).to(ripple.dtype)
     counts = weights.sum(2).clamp_min(1)
 
@@ -164,6 +169,9 @@ def lift_harmonics(
     k = torch.arange(1, count + 1, dtype=ripple.dtype, device=ripple.device)[None, :, None]
     centres = k * pitch[:, None, :]  # (B, K, T)
     contrast = harmonic_contrast(ripple, centres, pitch[:, None, :], bin_hz)
+    smeared = _smeared(contrast, centres, score, frame_lens)
+    if not bool((smeared > 0).any()):  # recordings only: nothing to lift
+        return magnitude
     batch, _, frames = contrast.shape
     smooth = (
         torch.nn.functional.avg_pool1d(
@@ -178,7 +186,6 @@ def lift_harmonics(
     )
     wanted = lift * _interpolate(centres, NATURAL_CONTRAST)
     raise_by = (wanted - smooth).clamp_min(0) * voiced[:, None, :] * (centres < sample_rate / 2)
-    smeared = _smeared(contrast, centres, score, frame_lens)
     raise_by = raise_by * smeared[:, None, None]
     # Onto the bins: each bin's place in harmonics, the lift linear between the two harmonics beside it
     # (none below the first).
