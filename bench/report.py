@@ -402,7 +402,7 @@ def _mb(value) -> str:
 
 def scoring_lines(scoring: dict, load: dict) -> list[str]:
     rows = [
-        [name, f"{f['files']}", f"{f['seconds']:.1f}", f"{f['per_file_s']:.3f}", f"{f['main_job_s'] / 60:.1f}",
+        [name if f.get("default", True) else f"{name} (only when asked for)", f"{f['files']}", f"{f['seconds']:.1f}", f"{f['per_file_s']:.3f}", f"{f['main_job_s'] / 60:.1f}",
          ", ".join(f"{k} {v:.2f}" for k, v in f["scores"].items())]
         for name, f in scoring["families"].items()
     ]  # fmt: skip

@@ -148,7 +148,7 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     assert "unseen: espeak-scot-f3" in unseen and "flite-awb" not in unseen  # only the voices asked for
     assert sorted(p.name for p in (exp / "converted" / "unseen" / "bdl-x1.19").iterdir()) == converted[:2]
     voice = json.loads((exp / "unseen_scores" / "bdl-x1.19.json").read_text())["rows"]
-    assert "wer" in voice["no conversion (source)"] and "mcd" not in voice["no conversion (source)"]
+    assert "whisper_wer" in voice["no conversion (source)"] and "mcd" not in voice["no conversion (source)"]
     assert "mcd" in voice["model"]  # the input's WER is all the table reads of its row
     last = done.stdout.strip().splitlines()[-5:]
     assert last[0] == f"model:       {averaged}" and last[1].startswith("converted:")

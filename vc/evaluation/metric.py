@@ -53,6 +53,7 @@ class Metric:
     name = ""
     columns: tuple[Column, ...] = ()
     optional = True  # `vc score` may leave it out (its package missing, or not asked for)
+    by_default = True  # `vc score` computes it unless --families names others (False: only when named)
     # What a file's score depends on beyond its bytes and the sample rate (the score cache's key,
     # vc/evaluation/score_cache.py): the distributions whose models or code compute it, and ``version``,
     # raised whenever this module's own way of scoring changes.

@@ -21,8 +21,14 @@ def families() -> dict[str, Metric]:
 
 
 def optional_families() -> tuple[str, ...]:
-    """The families `vc score` may leave out (the default ``families`` of scoring)."""
+    """The families `vc score` may leave out (its --families may name any of them)."""
     return tuple(metric.name for metric in METRICS if metric.optional)
+
+
+def default_families() -> tuple[str, ...]:
+    """The optional families `vc score` computes when --families names none (the default ``families``
+    of scoring): all but those only computed when asked for (pocketsphinx)."""
+    return tuple(metric.name for metric in METRICS if metric.optional and metric.by_default)
 
 
 def columns() -> list[Column]:

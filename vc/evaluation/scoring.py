@@ -6,9 +6,9 @@ Every file is scored in a pool of worker processes, one job per file:
 
 * spectral and prosodic distances to the same utterance of the target speaker
   (MCD, F0 RMSE and correlation, duration ratio, DDUR; vc.evaluation.metrics);
-* intelligibility: two offline recognisers' word and character error rates
-  against the transcript, Whisper's deciding and pocketsphinx's beside it
-  (vc.evaluation.whisper, .sphinx, .transcripts);
+* intelligibility: Whisper's word and character error rates against the
+  transcript (vc.evaluation.whisper, .transcripts); pocketsphinx's beside them
+  when asked for (families, `vc score --families`; vc.evaluation.sphinx);
 * speaker similarity: cosine of a speaker embedding to the target speaker's
   and the source speaker's centroids (vc.evaluation.speaker), the centroids
   embedded from training utterances in the same pool;
@@ -128,8 +128,8 @@ def _match_files(converted_dir: Path, reference_dir: Path, only=None) -> list[tu
 
 def available_families(wanted: Iterable[str] | None = None) -> tuple[list[str], list[str]]:
     """(families that can run here, one line for each that cannot); ``wanted``: optional families
-    (default all), in the registry's order, after those always computed."""
-    wanted = registry.optional_families() if wanted is None else tuple(wanted)
+    (default: registry.default_families()), in the registry's order, after those always computed."""
+    wanted = registry.default_families() if wanted is None else tuple(wanted)
     ready, missing = [], []
     for metric in registry.METRICS:
         if metric.optional and metric.name not in wanted:

@@ -26,6 +26,7 @@ import torch
 from vc.audio import AUDIO_FORMATS
 from vc.config import Config, load_config
 from vc.errors import DataError
+from vc.evaluation import registry
 from vc.evaluation.scoring import System, files_by_utterance, resynthesize_folder, score_systems
 from vc.evaluation.transcripts import find_transcripts, read_transcripts
 from vc.pairs import read_pair_list
@@ -140,7 +141,9 @@ def score_against_references(
             sample_rate=config.audio.sample_rate,
             transcripts=transcripts,
             speakers=_speaker_files(train_list),
-            families=None if families is None else set(families) | set(source_families or ()),
+            families=None
+            if families is None and source_families is None
+            else _asked(families, source_families),
             workers=workers,
             progress=progress,
             cache_dir=Path(cache_dir) if cache_dir else None,
@@ -149,6 +152,11 @@ def score_against_references(
     result["checkpoint"] = str(checkpoint) if checkpoint else None  # the model: the report shows its run
     result["model_row"] = name
     return result
+
+
+def _asked(families: tuple[str, ...] | None, source_families: tuple[str, ...] | None) -> set[str]:
+    """The families any row asks for: every row's (None: vc score's defaults) and the source row's."""
+    return set(families or registry.default_families()) | set(source_families or ())
 
 
 def _check_row_names(names: list[str]) -> None:
