@@ -57,7 +57,7 @@ def add_parser(commands) -> None:
         type=family_list,
         metavar="NAME[,NAME]",
         help="score the --source row with these metric families only (distances, whisper, pocketsphinx, "
-        "similarity, naturalness; default --families'), e.g. whisper for its WER alone",
+        "similarity, naturalness; default: those of --families), e.g. whisper for its WER alone",
     )
     sub.add_argument(
         "--pseudo-inverse-ceiling",

@@ -4,9 +4,9 @@ every earlier row: its columns keep their keys ("wer", "cer"), titled "sphinx WE
 pocketsphinx 5 (CMU Sphinx; Huggins-Daines et al., ICASSP 2006) with the en-us acoustic model,
 dictionary and language model bundled in the wheel: no download, deterministic, about 0.2-0.5 x real
 time on one core. It misses about a third of natural slt's words and hears a vocoder's buzz worse than
-a model's blur, so it does not decide which system keeps more words: Whisper does. It costs about a
-quarter of a scoring's time, so `vc score` runs it only when --families names it (the main job's rows
-without it: docs/ablation.md, "The main job without pocketsphinx").
+a model's blur, so it does not decide which system keeps more words: Whisper does. It cost a fifth of
+the scoring of natural speech and nearly half of converted speech's on one CPU, so `vc score` runs it
+only when --families names it (docs/ablation_archive.md, "The main job without pocketsphinx").
 """
 
 from __future__ import annotations

@@ -103,8 +103,8 @@ def score_against_references(
     The result's "model_row" says which row is the model (the listening report reads it).
     ``vocoders``: a ceiling row through each (with ``ceiling``); ``pseudo_inverse``: Griffin-Lim's
     ceiling through the pseudo-inverse too (ceiling_vocoders). ``families``: the metric families every
-    row gets (None: all); ``source_families``: those the no-conversion row gets (None: ``families``). ``cache_dir``: the score cache
-    (score_systems).
+    row gets (None: vc score's defaults, registry.default_families()); ``source_families``: those the
+    no-conversion row gets (None: ``families``). ``cache_dir``: the score cache (score_systems).
     """
     config = load_config(config_path, stored=True) if config_path else Config()
     text = text or find_transcripts(reference)
