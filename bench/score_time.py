@@ -56,7 +56,7 @@ def measure_scoring(setup: Setup) -> dict:
             "files": row["utterances"],
             "per_file_s": seconds / row["utterances"],
             "main_job_s": seconds / row["utterances"] * MAIN_JOB_FILES,
-            "default": name in registry.default_families() or not registry.families()[name].optional,
+            "default": registry.families()[name].by_default,
             "scores": {key: row[key] for key in ("whisper_wer", "wer", "mcd", "mos_ovrl") if key in row},
         }
     return {"families": families, "missing": missing, "workers": 2, "main_job_files": MAIN_JOB_FILES}

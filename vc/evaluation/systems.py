@@ -141,9 +141,8 @@ def score_against_references(
             sample_rate=config.audio.sample_rate,
             transcripts=transcripts,
             speakers=_speaker_files(train_list),
-            families=None
-            if families is None and source_families is None
-            else _asked(families, source_families),
+            # every row's (None: vc score's defaults) and the source row's
+            families=set(families or registry.default_families()) | set(source_families or ()),
             workers=workers,
             progress=progress,
             cache_dir=Path(cache_dir) if cache_dir else None,
@@ -152,11 +151,6 @@ def score_against_references(
     result["checkpoint"] = str(checkpoint) if checkpoint else None  # the model: the report shows its run
     result["model_row"] = name
     return result
-
-
-def _asked(families: tuple[str, ...] | None, source_families: tuple[str, ...] | None) -> set[str]:
-    """The families any row asks for: every row's (None: vc score's defaults) and the source row's."""
-    return set(families or registry.default_families()) | set(source_families or ())
 
 
 def _check_row_names(names: list[str]) -> None:
