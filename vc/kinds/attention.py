@@ -17,7 +17,7 @@ from vc.config import Config
 from vc.errors import ConfigError
 from vc.kinds.alignment import diagonal_ratio, focus_rate
 from vc.kinds.base import DevViews, ModelKind
-from vc.kinds.losses import Losses, compute_losses
+from vc.kinds.losses import Losses, compute_losses, with_phonetic
 from vc.model.content import build_attention_model
 from vc.model.seq2seq import Seq2SeqVC, decoder_steps
 from vc.settings.inference import InferenceConfig
@@ -34,6 +34,7 @@ class AttentionKind(ModelKind):
     selects_free_running = True
     dev_terms = ("spectral", "stop", "guided_attention")
     selection_terms = ("spectral", "stop")  # what conversion needs: spectra and stopping
+    phonetic_loss = True  # teacher-forced, its output frames are the target's, at the target's timing
 
     def build(self, n_mels: int, config: ModelConfig):
         return build_attention_model(n_mels, config)
@@ -78,13 +79,14 @@ class AttentionKind(ModelKind):
         extras = {} if config.encoder_input == "mels" else {"pitch": pitch, "content": content}
         return frames, lens, extras
 
-    def losses(self, model, batch, config: Config, step: int | None) -> Losses:
+    def losses(self, model, batch, config: Config, step: int | None, critic=None) -> Losses:
         """Teacher-forced forward and losses; on the dev set the guided attention loss weighs 1. The
-        first model.self_steps training steps read the target's own recordings (self-reconstruction)."""
+        first model.self_steps training steps read the target's own recordings (self-reconstruction).
+        With a critic, the phonetic loss on the output against the target's phones."""
         m = config.model
         src, src_lens, extras = self.reads(batch, m, step is not None and step < m.self_steps)
         out = model(src, src_lens, batch.tgt, batch.tgt_lens, **extras)
-        return compute_losses(
+        losses = compute_losses(
             out,
             batch.tgt,
             batch.tgt_lens,
@@ -93,6 +95,7 @@ class AttentionKind(ModelKind):
             m.guided_attention_sigma,
             1.0 if step is None else m.guided_attention_weight,
         )
+        return with_phonetic(losses, critic, out.after, batch, config)
 
     def step_stats(self, config: Config, step: int) -> dict[str, float]:
         return {"opt/guided_attention_weight": config.model.guided_attention_weight}

@@ -17,6 +17,7 @@ class Losses(NamedTuple):
     spectral: torch.Tensor  # L1 + L2, before and after the postnet
     stop: torch.Tensor
     guided_attention: torch.Tensor
+    phonetic: torch.Tensor | None = None  # with train.phonetic_weight > 0 (in total, weighted)
 
 
 def masked_spectral_loss(pred: torch.Tensor, tgt: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
