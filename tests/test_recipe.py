@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ARCTIC
-from tests.helpers import venv_env
+from tests.helpers import tensorboard_scalars, venv_env
 from vc.config import load_config
 
 RUN = Path(__file__).resolve().parents[1] / "egs" / "arctic" / "vc1" / "run.sh"
@@ -52,9 +52,10 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
         "2",
     ]
     # the lab's rows too (--lab yes): stage 8; the attention model, the GMM peer and the fixed rows' scores
-    # beside the student (whatever this machine's cores measure)
+    # beside the student (whatever this machine's cores measure); the attention model with the phonetic
+    # loss (an option: train.phonetic_weight), its critic the student's recognizer
     done = subprocess.run(
-        [*command, "--lab", "yes", "--side_by_side", "yes"],
+        [*command, "--lab", "yes", "--side_by_side", "yes", "train.phonetic_weight=1"],
         env=env,
         capture_output=True,
         text=True,
@@ -70,6 +71,11 @@ def test_every_stage_runs_and_writes_its_files(tmp_path):
     # the student's phone recognizer on both cores before the lane, and reused by the student's training
     assert "phone recognizer: " in (exp / "logs" / "stage3_recognizer.log").read_text()
     assert "(dev frame accuracy" in (exp / "logs" / "stage3_student.log").read_text()
+    # and by the attention model's phonetic loss in the lane: one file, the transcripts' phones its labels
+    assert (exp / "phone_classifier.pt").samefile(exp / "student" / "phone_classifier.pt")
+    teacher = (exp / "config.yaml").read_text()
+    assert "phonetic_weight: 1.0" in teacher and f"phones: {exp / 'phones.json'}" in teacher
+    assert "train/loss/phonetic" in tensorboard_scalars(exp / "tensorboard")
     # stage 6 scored only the rows a training made: the others' scores came from the side lane
     cached = next(
         line for line in (exp / "logs" / "stage6.log").read_text().splitlines()
@@ -262,8 +268,8 @@ def test_the_default_model_kind_runs_the_main_job(tmp_path):
         [*command, "--durations", "attention"], env=venv_env(), capture_output=True, text=True, timeout=60
     )
     assert refused.returncode == 2 and refused.stderr.strip() == (
-        "vc.sh: --durations attention needs an attention model over mels (it times the student before any "
-        "recognizer exists), not model.encoder_input content"
+        "vc.sh: --durations attention needs an attention model without a phone recognizer (it times the "
+        "student before any recognizer exists): set model.encoder_input=mels train.phonetic_weight=0"
     )
     assert "=== stage 8: unseen voices: the lab's (--lab yes)" in done.stdout
     assert "side by side" not in done.stdout and not (exp / "logs" / "side_by_side.log").exists()

@@ -163,13 +163,15 @@ case "$student_kind" in
     *) student_name="non-autoregressive converter" ;;
 esac
 model_dir=$(dirname "$model")
-# What the attention model's encoder reads (its config's model.encoder_input): over content it reads the
-# run's one phone recognizer (the student's, linked into its folder; with --student_conf none its own) and
-# trains after it, on the transcripts' phones.
-teacher_reads=$(vc config --config "$conf" "${overrides[@]+"${overrides[@]}"}" --get model.encoder_input 2>&1) \
-    || { echo "vc.sh: ${teacher_reads#vc config: error: }" >&2; exit 2; }
-if [ "$teacher_reads" != mels ] && [ "$durations" = attention ]; then
-    echo "vc.sh: --durations attention needs an attention model over mels (it times the student before any recognizer exists), not model.encoder_input $teacher_reads" >&2
+# Whether the attention model needs the run's one phone recognizer (vc config --budget's phone_recognizer: its
+# encoder over content, model.encoder_input, or the phonetic loss's critic, train.phonetic_weight > 0): it
+# reads the student's, linked into its folder (with --student_conf none its own), and trains after it, on
+# the transcripts' phones.
+teacher_budget=$(vc config --config "$conf" "${overrides[@]+"${overrides[@]}"}" --budget 1 2>&1) \
+    || { echo "vc.sh: ${teacher_budget#vc config: error: }" >&2; exit 2; }
+teacher_recognizer=$(sed -n 's/^phone_recognizer=//p' <<< "$teacher_budget")
+if [ "$teacher_recognizer" = 1 ] && [ "$durations" = attention ]; then
+    echo "vc.sh: --durations attention needs an attention model without a phone recognizer (it times the student before any recognizer exists): set model.encoder_input=mels train.phonetic_weight=0" >&2
     exit 2
 fi
 
@@ -302,7 +304,7 @@ train_and_average() {  # train_and_average NAME DIR CONF key=value...: stage 3's
 if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
     teacher_args=("${lists[@]}")
     [ -z "$teacher_minutes" ] || teacher_args+=("train.max_minutes=$teacher_minutes")
-    [ "$teacher_reads" = mels ] || teacher_args+=("data.phones=$exp/phones.json")
+    [ "$teacher_recognizer" = 0 ] || teacher_args+=("data.phones=$exp/phones.json")
     teacher() {  # teacher [key=value...]: after the recipe's own settings
         train_and_average "the attention model" "$exp" "$conf" stage3 "${teacher_args[@]}" "${overrides[@]+"${overrides[@]}"}" "$@"
     }
@@ -357,12 +359,13 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         lane_pid=$!
         set +m
     }
-    if [ -z "$student_exp" ] && [ "$teacher_reads" != mels ] && [ ! -f "$exp/phones.json" ]; then
+    if [ -z "$student_exp" ] && [ "$teacher_recognizer" = 1 ] && [ ! -f "$exp/phones.json" ]; then
         echo "=== stage 3: the transcripts' phones, the attention model's recognizer's labels ($(date '+%H:%M:%S'))"
         align_phones stage3_phones "$conf"
     fi
-    # In turn: the attention model first; over content, once the student's recognizer is made (below).
-    [ "$side_by_side" = yes ] || { [ -n "$student_exp" ] && [ "$teacher_reads" != mels ]; } || teacher
+    # In turn: the attention model first; one with a recognizer (its content, its phonetic loss) once the
+    # student's recognizer is made (below).
+    [ "$side_by_side" = yes ] || { [ -n "$student_exp" ] && [ "$teacher_recognizer" = 1 ]; } || teacher
     if [ -n "$student_exp" ]; then
         # The student learns the timing it is given: new durations, a new student (from step 0: the old
         # student's snapshots learned other timing, so they are not resumed), and a new phone classifier.
@@ -414,21 +417,21 @@ if [ "$stage" -le 3 ] && [ "$stop_stage" -ge 3 ]; then
         budget=()  # beside the side lane: the cap grown by $scale (not a setting: a resumed run keeps its steps)
         # Its budget (vc config --budget): its cap grown by $scale, and whether it has a phone recognizer
         # (the recognition-synthesis converter's, the phonetic loss's critic): beside the side lane or
-        # before an attention model over content, that trains first, alone on both cores, its minutes as
+        # before an attention model that reads it, that trains first, alone on both cores, its minutes as
         # they are.
         query=$(vc config --config "$student_conf" "${student_args[@]}" --budget "$scale")
         eval "$query"  # max_minutes, cap_seconds, scaled_minutes, phone_recognizer
-        if [ "$teacher_reads" != mels ] && [ "$phone_recognizer" = 0 ]; then
-            echo "vc.sh: the attention model over $teacher_reads reads the $student_name's phone recognizer, and it has none (--phonetic_weight 0?): set model.encoder_input=mels" >&2
+        if [ "$teacher_recognizer" = 1 ] && [ "$phone_recognizer" = 0 ]; then
+            echo "vc.sh: the attention model reads the $student_name's phone recognizer, and it has none (--phonetic_weight 0?): set model.encoder_input=mels train.phonetic_weight=0" >&2
             exit 2
         fi
-        if [ "$phone_recognizer" = 1 ] && { [ "$side_by_side" = yes ] || [ "$teacher_reads" != mels ]; } \
+        if [ "$phone_recognizer" = 1 ] && { [ "$side_by_side" = yes ] || [ "$teacher_recognizer" = 1 ]; } \
             && [ ! -f "$student_exp/phone_classifier.pt" ] && [ ! -f "$student_exp/.train_done" ]; then
             echo "=== stage 3: the $student_name's phone recognizer, on both cores ($(date '+%H:%M:%S'))"
             vc train --config "$student_conf" --out "$student_exp" --recognizer-only "${student_args[@]}" 2>&1 \
                 | tee "$logs/stage3_recognizer.log"
         fi
-        if [ "$teacher_reads" != mels ]; then  # one recognizer per run: the attention model reads the student's
+        if [ "$teacher_recognizer" = 1 ]; then  # one recognizer per run: the attention model reads the student's
             ln -f "$student_exp/phone_classifier.pt" "$exp/phone_classifier.pt" 2>/dev/null \
                 || cp "$student_exp/phone_classifier.pt" "$exp/phone_classifier.pt"
             [ "$side_by_side" = yes ] || teacher  # in turn, once its recognizer is made

@@ -34,7 +34,6 @@ class AttentionKind(ModelKind):
     selects_free_running = True
     dev_terms = ("spectral", "stop", "guided_attention")
     selection_terms = ("spectral", "stop")  # what conversion needs: spectra and stopping
-    phonetic_loss = True  # teacher-forced, its output frames are the target's, at the target's timing
 
     def build(self, n_mels: int, config: ModelConfig):
         return build_attention_model(n_mels, config)

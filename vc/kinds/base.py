@@ -59,9 +59,6 @@ class ModelKind:
     # (vc/training/selection.py), which only the attention model needs (its loss goes flat early);
     # model.until_converts (its section's): the same conversions end its training (vc/training/converts.py).
     selects_free_running = False
-    # Trains with the phonetic loss (vc/training/phonetic.py): its output frames are on the target's timing,
-    # so they carry the target's phone labels.
-    phonetic_loss = False
     # Trains on windows of its utterances (train.crop_frames): input and output on one timeline.
     trains_on_crops = False
     # What augment.probability changes in training (vc/training/augment.py): the source, or, for a kind
@@ -91,10 +88,6 @@ class ModelKind:
         """Raise ConfigError for settings this kind cannot train with."""
         if config.train.select_by != "loss" and not self.selects_free_running:
             raise ConfigError(f"train.select_by free_running needs model.kind attention, not {self.name}")
-        if config.train.phonetic_weight > 0 and not self.phonetic_loss:
-            raise ConfigError(
-                f"train.phonetic_weight needs a converter timed by durations, not model.kind {self.name}"
-            )
         if config.train.crop_frames < 0:
             raise ConfigError(
                 f"train.crop_frames must be 0 (whole utterances) or more, got {config.train.crop_frames}"
@@ -127,8 +120,9 @@ class ModelKind:
         """Forward a vc.training.data.Batch and return its losses (field ``total`` first).
 
         ``step`` is the training step about to be taken; None on the dev set. ``critic``: the frozen phone
-        classifier of the phonetic loss (training steps with train.phonetic_weight > 0, kinds with
-        phonetic_loss; batch.phones holds the target's labels); None otherwise."""
+        classifier of the phonetic loss (training steps with train.phonetic_weight > 0; batch.phones holds
+        the target's labels, every kind's output being at the target's timing in training); None
+        otherwise."""
         raise NotImplementedError
 
     def step_stats(self, config: Config, step: int) -> dict[str, float]:

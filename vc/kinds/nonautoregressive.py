@@ -28,7 +28,6 @@ class NonAutoregressiveKind(ModelKind):
     needs_durations = True
     dev_terms = ("spectral", "duration")
     selection_terms = ("spectral", "duration")
-    phonetic_loss = True
 
     def initialise(self, model, durations, recognizer=None) -> None:
         """The duration predictor starts at log(1 + the mean frames per step): an untrained model speaks

@@ -29,7 +29,6 @@ class RecognitionSynthesisKind(ModelKind):
     config = RecognitionSynthesisConfig
     network = RecognitionSynthesisVC
     postfilter_reads_input = False  # teacher-forced, its input is the target it must predict
-    phonetic_loss = True  # it learns the target's frames at their own timing
     trains_on_crops = True  # content, pitch and frames share one timeline
     augments = "target"  # its content is read from the target's own frames
 

@@ -85,7 +85,7 @@ class TrainConfig(Section):
     # ("linear"; a time limit makes the schedule follow the clock: budgeted training, Li et al. 2020).
     decay: str = "linear"
     grad_clip: float = 1.0
-    # The phonetic loss (vc/training/phonetic.py; the converters, with data.phones): this weight x the
+    # The phonetic loss (vc/training/phonetic.py; every kind, with data.phones): this weight x the
     # cross-entropy of a frozen phone classifier on the output frames; 0 = off. The classifier (the run's
     # phone recognizer, also the recognition-synthesis converter's) trains first, for phonetic_minutes
     # (part of the run's time, not of train.max_minutes).

@@ -12,8 +12,8 @@ recognizer of the recognition-synthesis converter (vc/kinds/recognition_synthesi
 per run. It is saved as EXP/phone_classifier.pt and reused on --resume. It is our own acoustic model
 (not the WER scorer's); the labels come from pocketsphinx's aligner.
 
-The output's labels: the kinds with a phonetic loss (nonautoregressive, recognition_synthesis) make
-frames at the target's timing and take the target's phones (ModelKind.phonetic_loss).
+The output's labels: every kind makes its training frames at the target's timing (the attention model
+teacher-forced on them) and takes the target's phones.
 """
 
 from __future__ import annotations

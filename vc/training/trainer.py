@@ -142,7 +142,7 @@ class ModelJob(Job):
         self.durations = self._durations(train, dev)
         # Both sides' phone labels: the recognizer's, and the phonetic loss's (the target's).
         labels = self._phone_labels({**train, **dev})
-        phones = labels["target"] if labels and self.kind.phonetic_loss else None
+        phones = labels["target"] if labels else None
         train_pitch, dev_pitch = self._pitch() if self.kind.needs_pitch(self.config.model) else (None, None)
         self.train_set = ParallelDataset(
             train, self.src_stats, self.tgt_stats, self.durations, phones, train_pitch
