@@ -206,7 +206,7 @@ def test_without_the_phonetic_loss_no_term_is_logged(phonetic_config, tmp_path):
     assert not (out / "phone_classifier.pt").exists()
 
 
-def test_the_phonetic_loss_needs_labels_and_a_converter(phonetic_config, tmp_path):
+def test_the_phonetic_loss_needs_the_labels_of_every_pair(phonetic_config, tmp_path):
     no_phones = dataclasses.replace(
         phonetic_config, data=dataclasses.replace(phonetic_config.data, phones="")
     )
