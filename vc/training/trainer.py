@@ -140,9 +140,10 @@ class ModelJob(Job):
         if not self.is_main:
             train, dev = self._features_and_stats(progress=False)
         self.durations = self._durations(train, dev)
-        # Both sides' phone labels: the recognizer's, and the phonetic loss's (the target's).
+        # Both sides' phone labels: the recognizer's, and the phonetic loss's (the target's; batches carry
+        # them only where the loss reads them).
         labels = self._phone_labels({**train, **dev})
-        phones = labels["target"] if labels else None
+        phones = labels["target"] if labels and self.config.train.phonetic_weight > 0 else None
         train_pitch, dev_pitch = self._pitch() if self.kind.needs_pitch(self.config.model) else (None, None)
         self.train_set = ParallelDataset(
             train, self.src_stats, self.tgt_stats, self.durations, phones, train_pitch
