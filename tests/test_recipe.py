@@ -253,6 +253,9 @@ def test_the_default_model_kind_runs_the_main_job(tmp_path):
     rows = json.loads((exp / "scores.json").read_text())["rows"]
     assert rows["recognition-synthesis converter"]["utterances"] == 3
     assert rows["attention model"]["utterances"] == 3 and "GMM peer (JD-GMM, MLPG+GV)" not in rows
+    # the converter at the attention model's timing (vc convert --timing): through Griffin-Lim, the only one
+    assert rows["recognition-synthesis converter, attention timing"]["utterances"] == 3
+    assert len(list((exp / "converted" / "timed_griffin-lim").glob("*.wav"))) == 3
     # the attention model over content after the recognizer it reads (one file), before the synthesizer
     assert (exp / "phone_classifier.pt").samefile(student / "phone_classifier.pt")
     assert f"phones: {exp / 'phones.json'}" in (exp / "config.yaml").read_text()

@@ -12,6 +12,7 @@ import soundfile as sf
 import torch
 
 from tests.helpers import (
+    save_tiny_checkpoint,
     teacher_forced_training_pairs,
     tiny_config,
     tiny_training_config,
@@ -25,6 +26,7 @@ from vc.config import Config
 from vc.errors import ConfigError
 from vc.kinds import get_kind
 from vc.masks import random_windows, take_frames
+from vc.model.aligned_source import Timing
 from vc.model.content import frozen_recognizer, read_content
 from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.pairs import read_pair_list
@@ -270,6 +272,79 @@ def test_its_post_filter_never_reads_the_input_it_was_taught_on(trained, tmp_pat
     assert converter.postfilter.source_dim == 0
     first = str(read_pair_list(config.data.train_list)[0].source)
     assert np.isfinite(converter.convert_file(first).wave).all()
+
+
+def test_at_a_timing_it_reads_its_content_where_the_alignment_looks_and_says_it_with_the_timings_pitch(
+    trained, monkeypatch
+):
+    config, exp = trained
+    converter = Converter.from_checkpoint(exp / "checkpoints" / "best.pt", mel2linear=False)
+    model = converter.model
+    torch.manual_seed(0)
+    mels, lens = torch.randn(2, 12, config.audio.n_mels), torch.tensor([12, 9])
+    pitch = torch.randn(2, 12, 2)
+    # One output frame per decoder step, one source frame per encoder step (vc.model.aligned_source's
+    # tests cover other factors): output frame t looks at source frame looked_at[t]; the second item
+    # is shorter (3 frames) and padded.
+    looked_at = torch.tensor([[0, 2, 2, 5, 7, 8, 11], [1, 1, 3, 0, 0, 0, 0]])
+    alignments = torch.nn.functional.one_hot(looked_at, 12).float()
+    timing_pitch = torch.randn(2, 7, 2)
+    timing_pitch[1, 3:] = 0
+    timing = Timing(alignments, lens, torch.tensor([7, 3]), 1, 1, timing_pitch)
+    heard = {}
+    original = model.synthesizer.inference
+
+    def spy(inputs, input_lens, inference=None):
+        heard.update(inputs=inputs, lens=input_lens)
+        return original(inputs, input_lens, inference)
+
+    monkeypatch.setattr(model.synthesizer, "inference", spy)
+    out = model.inference(mels, lens, converter.config.inference, pitch=pitch, timing=timing)
+    content = model.inputs(mels, lens, pitch)[..., :-2]
+    assert heard["lens"].tolist() == [7, 3] and out.lens.tolist() == [7, 3]
+    for k, frames in enumerate((7, 3)):
+        torch.testing.assert_close(heard["inputs"][k, :frames, :-2], content[k, looked_at[k, :frames]])
+        torch.testing.assert_close(heard["inputs"][k, :frames, -2:], timing_pitch[k, :frames])
+
+
+def test_it_converts_at_an_attention_models_timing_with_its_alignment(trained, tmp_path):
+    config, exp = trained
+    attention = tmp_path / "attention.pt"
+    save_tiny_checkpoint(attention)
+    first = str(read_pair_list(config.data.train_list)[0].source)
+    own = Converter.from_checkpoint(exp / "checkpoints" / "best.pt", mel2linear=False).convert_file(first)
+    alone = Converter.from_checkpoint(attention, mel2linear=False).convert_file(first)
+    assert alone.mel.shape[0] != own.mel.shape[0]  # the attention model has its own timing
+    timed = Converter.from_checkpoint(
+        exp / "checkpoints" / "best.pt", mel2linear=False, timing=attention
+    ).convert_file(first)
+    assert timed.mel.shape == (alone.mel.shape[0], own.mel.shape[1])  # its frames, the converter's mels
+    np.testing.assert_array_equal(timed.alignment, alone.alignment)  # the attention model's, shown
+    assert np.isfinite(timed.wave).all()
+    out, image = tmp_path / "out.wav", tmp_path / "alignment.npy"
+    args = ["convert", "--checkpoint", str(exp / "checkpoints" / "best.pt"), "--timing", str(attention)]
+    assert main([*args, "--save-alignment", str(image), "--no-progress", first, str(out)]) == 0
+    np.testing.assert_allclose(np.load(image), alone.alignment, atol=1e-6)  # on the CLI's threads
+    assert len(sf.read(out)[0]) == len(timed.wave)
+
+
+def test_only_an_attention_model_times_only_a_recognition_synthesis_converter(trained, tmp_path, capsys):
+    config, exp = trained
+    attention = tmp_path / "attention.pt"
+    save_tiny_checkpoint(attention)
+    model = exp / "checkpoints" / "best.pt"
+    with pytest.raises(
+        ConfigError, match="re-times a recognition-synthesis converter's content; this model is attention"
+    ):
+        Converter.from_checkpoint(attention, timing=attention)
+    with pytest.raises(
+        ConfigError, match="the timing model must be an attention model; it is recognition_synthesis"
+    ):
+        Converter.from_checkpoint(model, timing=model)
+    first = str(read_pair_list(config.data.train_list)[0].source)
+    out = tmp_path / "out.wav"
+    assert main(["convert", "--checkpoint", str(attention), "--timing", str(attention), first, str(out)]) == 1
+    assert "this model is attention" in capsys.readouterr().err and not out.exists()
 
 
 def test_it_needs_phones_and_a_known_content(trained, tmp_path):

@@ -498,11 +498,22 @@ for v in "${neural[@]+"${neural[@]}"}"; do
     systems+=(--system "${student_name:-model}, HiFi-GAN=$exp/converted/eval_$v")
     [ "$teacher_row" = no ] || systems+=(--system "attention model, HiFi-GAN=$exp/converted/teacher_$v")
 done
+# The recognition-synthesis converter at the attention model's timing and pitch (vc convert --timing):
+# its words at the rhythm the attention model learned from the pairs (docs/ablation.md, "The attention
+# model's timing"); through the neural vocoder, else Griffin-Lim (one row: 3-4 minutes of a main job).
+timed_vocoders=()
+if [ "$teacher_row" = yes ] && [ "$student_kind" = recognition_synthesis ]; then
+    timed_vocoders=("${neural[@]+"${neural[@]}"}")
+    [ "${#timed_vocoders[@]}" -gt 0 ] || timed_vocoders=(griffin-lim)
+fi
+for v in "${timed_vocoders[@]+"${timed_vocoders[@]}"}"; do
+    systems+=(--system "$student_name, attention timing$([ "$v" = griffin-lim ] || echo ", HiFi-GAN")=$exp/converted/timed_$v")
+done
 [ "$gmm_pairs" = 0 ] || systems+=(--system "$gmm_row=$exp/converted/gmm")
 if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
     mapfile -t sources < <(cut -f 2 "$data/eval.tsv")
     rm -rf "$exp/converted/eval" "$exp/converted/teacher" "$exp"/converted/eval_* \
-        "$exp"/converted/teacher_*  # nothing stale is scored (the GMM peer's: gmm_peer)
+        "$exp"/converted/teacher_* "$exp"/converted/timed_*  # nothing stale is scored (the GMM peer's: gmm_peer)
     run_stage 5 "convert eval" vc convert --checkpoint "$model" --out-dir "$exp/converted/eval" \
         --save-alignment png "${sources[@]}"
     for v in "${neural[@]+"${neural[@]}"}"; do  # the model through the neural vocoder, on both cores
@@ -521,6 +532,11 @@ if [ "$stage" -le 5 ] && [ "$stop_stage" -ge 5 ]; then
                 --out-dir "$exp/converted/teacher_$v" "${sources[@]}" 2>&1 | tee "$logs/stage5_teacher_$v.log"
         done
     fi
+    for v in "${timed_vocoders[@]+"${timed_vocoders[@]}"}"; do
+        echo "=== stage 5: convert eval at the attention model's timing through $v ($(date '+%H:%M:%S'))"
+        vc convert --checkpoint "$model" --timing "$teacher" --vocoder "$v" --threads "$(threads 2)" \
+            --out-dir "$exp/converted/timed_$v" "${sources[@]}" 2>&1 | tee "$logs/stage5_timed_$v.log"
+    done
     if [ "$lane_gmm" = yes ]; then
         echo "=== stage 5: the GMM peer: made beside the student ($lane_log)"
     elif [ "$gmm_pairs" != 0 ]; then

@@ -87,6 +87,12 @@ def _add_companions(sub) -> None:
         help="GAN post-filter for the converted mels (default: postfilter.pt beside the checkpoint, if any)",
     )
     sub.add_argument("--no-postfilter", action="store_true", help="vocode the model's mels as they are")
+    sub.add_argument(
+        "--timing",
+        metavar="CHECKPOINT",
+        help="an attention model's checkpoint: a recognition-synthesis converter speaks at its timing and "
+        'pitch (its alignment re-times the content; docs/ablation.md, "The attention model\'s timing")',
+    )
 
 
 def run(args) -> None:
@@ -112,6 +118,7 @@ def run(args) -> None:
         overrides=overrides,
         mel2linear=mel2linear,
         postfilter=postfilter,
+        timing=args.timing,
     )
     failures = convert_files(
         converter,

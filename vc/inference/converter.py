@@ -30,7 +30,8 @@ from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
 from vc.inference.long_form import convert_long
 from vc.kinds import build_model, get_kind
-from vc.model.aligned_source import aligned_source
+from vc.masks import make_pad_mask
+from vc.model.aligned_source import Timing, aligned_source
 from vc.settings.vocoders import VocoderConfig
 from vc.vocoders import VOCODERS, make_vocoder, vocoder_name, vocoder_overrides
 
@@ -63,7 +64,8 @@ class Converter:
     """A trained model plus everything around it: features, statistics, vocoder.
 
     ``vocoder``: a name of vc.vocoders.VOCODERS; None: the config's vocoder.kind (the built-in
-    Griffin-Lim unless a --set changed it).
+    Griffin-Lim unless a --set changed it). ``timing``: an attention model's converter whose timing and
+    pitch this one speaks at (a recognition-synthesis converter only; vc.model.aligned_source.Timing).
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class Converter:
         source_codebook: VoiceCodebook | None = None,
         postfilter: torch.nn.Module | None = None,
         vocoder: str | None = None,
+        timing: Converter | None = None,
     ):
         if vocoder is not None:
             config = config.with_overrides([f"vocoder.kind={vocoder_name(vocoder)}"])
@@ -103,6 +106,9 @@ class Converter:
             if source_codebook is not None and config.inference.source_warp == "auto"
             else None
         )
+        if timing is not None:
+            _check_timing(self, timing)
+        self.timing = timing
 
     @classmethod
     def from_checkpoint(
@@ -114,6 +120,7 @@ class Converter:
         postfilter: str | Path | bool | None = None,
         vocoder: str | None = None,
         vocoder_checkpoint: str | Path | None = None,
+        timing: str | Path | None = None,
     ):
         """Everything needed is inside the checkpoint; overrides may change inference/vocoder settings.
 
@@ -125,6 +132,8 @@ class Converter:
         the one inside an exported model file, else mel2linear.pt beside the
         checkpoint when it exists; False the pseudo-inverse. ``postfilter``: the
         same choice for the GAN post-filter (vc.training.postfilter, postfilter.pt); False: none.
+        ``timing``: an attention model's checkpoint (with its companions beside it, as it converts alone)
+        whose timing and pitch a recognition-synthesis converter speaks at.
         """
         for item in overrides or []:
             if not item.startswith(("inference.", "vocoder.")):
@@ -163,6 +172,7 @@ class Converter:
             mel2linear=mel2linear,
             source_codebook=codebook,
             postfilter=postfilter_net,
+            timing=None if timing is None else cls.from_checkpoint(timing, device=str(device)),
         )
 
     @classmethod
@@ -262,23 +272,22 @@ class Converter:
             model.encoder_reduction_factor,
         )
 
-    @torch.no_grad()
-    def convert_batch(self, waves: list[np.ndarray]) -> list[Conversion]:
-        """Prepared waves (at the model's rate, trimmed) -> conversions, one batch on the device."""
-        wave_lens = torch.tensor([len(w) for w in waves])
-        padded = torch.nn.utils.rnn.pad_sequence([torch.from_numpy(w) for w in waves], batch_first=True)
-        padded = padded.to(self.device)
+    def _converted(self, padded: torch.Tensor, wave_lens: torch.Tensor, timing: Timing | None = None):
+        """Prepared waves, padded on the device -> (the model's output, its converted log-mels: the
+        target's scale, post-filtered)."""
         # Stage labels for torch.profiler (bench/convert_rtf.py); the models label encoder, decoder, postnet.
         with record_function("features"):
             mels, mel_lens = self.features(padded, wave_lens.to(self.device))
             src = self.normalize_source(mels, mel_lens)
-        # Seeded: the prenet's dropout (on at inference) and Griffin-Lim's initial
-        # phase are random, and the same input should give the same output.
         extras = (
             {"pitch": pitch_of(padded, wave_lens, self.config.audio)}
             if self.kind.needs_pitch(self.config.model)
             else {}
         )
+        if timing is not None:
+            extras["timing"] = timing
+        # Seeded: the prenet's dropout (on at inference) and Griffin-Lim's initial
+        # phase are random, and the same input should give the same output.
         with private_rng(self.seed, self.device):
             out = self.model.inference(src, mel_lens, self.config.inference, **extras)
         converted = self.tgt_stats.denormalize(out.after)
@@ -289,24 +298,80 @@ class Converter:
                     out.lens,
                     self.aligned_source(src, mel_lens, out.alignments, out.enc_lens, out.lens),
                 )
+        return out, converted
+
+    def _vocoded(self, converted: torch.Tensor, lens: torch.Tensor):
         # A CPU generator: Griffin-Lim starts from the same phases on every device, so a GPU's audio
         # matches the CPU's (CUDA's generator draws another sequence from the same seed).
         generator = torch.Generator().manual_seed(self.seed)
         with record_function("vocoder"):
-            audio, audio_lens = self.vocoder(converted, out.lens, generator=generator)
-        # Alignment rows: decoder steps of the attention model, output frames of the non-autoregressive one.
-        steps = self.kind.alignment_rows(out.lens, self.config.model)
+            return self.vocoder(converted, lens, generator=generator)
+
+    @torch.no_grad()
+    def timing_of(self, padded: torch.Tensor, wave_lens: torch.Tensor) -> Timing:
+        """This attention model's conversion of a batch as another converter speaks at it: its
+        alignment, and the pitch features of its own output (vocoded, then read as an input's)."""
+        out, converted = self._converted(padded, wave_lens)
+        audio, audio_lens = self._vocoded(converted, out.lens)
+        pitch = pitch_of(audio.float(), audio_lens, self.config.audio)
+        frames = int(out.lens.max())
+        pitch = torch.nn.functional.pad(pitch[:, :frames], (0, 0, 0, max(0, frames - pitch.shape[1])))
+        pitch = pitch * ~make_pad_mask(out.lens, frames).unsqueeze(-1)
+        model = self.config.model
+        return Timing(
+            out.alignments,
+            out.enc_lens,
+            out.lens,
+            self.kind.frames_per_row(model),
+            model.encoder_reduction_factor,
+            pitch,
+        )
+
+    @torch.no_grad()
+    def convert_batch(self, waves: list[np.ndarray]) -> list[Conversion]:
+        """Prepared waves (at the model's rate, trimmed) -> conversions, one batch on the device."""
+        wave_lens = torch.tensor([len(w) for w in waves])
+        padded = torch.nn.utils.rnn.pad_sequence([torch.from_numpy(w) for w in waves], batch_first=True)
+        padded = padded.to(self.device)
+        timing = None if self.timing is None else self.timing.timing_of(padded, wave_lens)
+        out, converted = self._converted(padded, wave_lens, timing)
+        audio, audio_lens = self._vocoded(converted, out.lens)
+        # Alignment rows: decoder steps of the attention model (the timing's, where it times the output),
+        # output frames of the non-autoregressive one.
+        if timing is None:
+            alignments, steps, enc_lens = (
+                out.alignments,
+                self.kind.alignment_rows(out.lens, self.config.model),
+                out.enc_lens,
+            )
+        else:
+            alignments, enc_lens = timing.alignments, timing.enc_lens
+            steps = self.timing.kind.alignment_rows(timing.lens, self.timing.config.model)
         results = []
         for k in range(len(waves)):
             results.append(
                 Conversion(
                     wave=audio[k, : int(audio_lens[k])].float().cpu().numpy(),
                     sample_rate=self.config.audio.sample_rate,
-                    alignment=out.alignments[k, : int(steps[k]), : int(out.enc_lens[k])]
-                    .float()
-                    .cpu()
-                    .numpy(),
+                    alignment=alignments[k, : int(steps[k]), : int(enc_lens[k])].float().cpu().numpy(),
                     mel=converted[k, : int(out.lens[k])].float().cpu().numpy(),
                 )
             )
         return results
+
+
+def _check_timing(converter: Converter, timing: Converter) -> None:
+    """A timing the converter can speak at: an attention model's, on the same frames; else ConfigError."""
+    kind = converter.config.model.kind
+    if not converter.kind.speaks_at_timing:
+        raise ConfigError(
+            f"a timing model re-times a recognition-synthesis converter's content; this model is {kind}"
+        )
+    if timing.config.model.kind != "attention":
+        raise ConfigError(f"the timing model must be an attention model; it is {timing.config.model.kind}")
+    mine, its = converter.config.audio, timing.config.audio
+    if (mine.sample_rate, mine.hop_length) != (its.sample_rate, its.hop_length):
+        raise ConfigError(
+            f"the timing model's frames ({its.sample_rate} Hz, hop {its.hop_length}) are not the model's "
+            f"({mine.sample_rate} Hz, hop {mine.hop_length})"
+        )

@@ -51,6 +51,8 @@ class ModelKind:
     # output (vc.model.aligned_source). Not for a kind whose teacher-forced input is the target itself:
     # the post-filter would learn to copy that input, and copy the source at conversion.
     postfilter_reads_input = True
+    # Whether its network converts at another model's timing (inference(..., timing=Timing)).
+    speaks_at_timing = False
     teaches_durations = False  # its teacher-forced alignments time another kind (vc durations)
     # The dev losses logged (valid/loss/<name>), and those summed into the score best.pt is chosen by.
     dev_terms: tuple[str, ...] = ("spectral",)

@@ -30,6 +30,7 @@ class RecognitionSynthesisKind(ModelKind):
     network = RecognitionSynthesisVC
     postfilter_reads_input = False  # teacher-forced, its input is the target it must predict
     trains_on_crops = True  # content, pitch and frames share one timeline
+    speaks_at_timing = True  # its content re-timed by an attention model's alignment (Converter timing)
     augments = "target"  # its content is read from the target's own frames
 
     def needs_recognizer(self, model: ModelConfig) -> bool:

@@ -16,9 +16,17 @@ frames between centroids interpolate linearly (the ends hold their value).
 Encoder step n stacks source frames n*f .. n*f + f-1 (centre n*f + (f-1)/2).
 Each output frame takes the nearest source frame whole, not a mix of two, so
 a transition stays as sharp as it was.
+
+The same re-timing lets a frame-synchronous converter speak at an attention model's timing (Timing):
+the recognition-synthesis converter's content features, re-timed by the attention model's alignment,
+and the pitch the attention model gave its own output, say the converter's words at the rhythm and
+intonation the attention model learned from the pairs (docs/ablation.md, "The attention model's
+timing").
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -62,3 +70,33 @@ def aligned_source(
     out = src.gather(1, index[:, :, None].expand(-1, -1, src.shape[2]))
     keep = ~make_pad_mask(out_lens.to(device), frames)
     return out * keep[:, :, None].to(out.dtype)
+
+
+@dataclass
+class Timing:
+    """An attention model's conversion of a batch, as another converter speaks at it: where each of its
+    output frames reads the source, and the pitch features (vc/audio/pitch.py) of its own output.
+
+    Shapes:
+        alignments: (B, T_dec, N), enc_lens: (B,), lens: (B,) output frames
+        pitch: (B, max(lens), 2), zeros past each length
+    """
+
+    alignments: torch.Tensor
+    enc_lens: torch.Tensor
+    lens: torch.Tensor
+    reduction_factor: int
+    encoder_reduction_factor: int
+    pitch: torch.Tensor
+
+    def retime(self, src: torch.Tensor, src_lens: torch.Tensor) -> torch.Tensor:
+        """(B, T_src, D) frames on the source's timeline -> (B, max(lens), D) at this timing."""
+        return aligned_source(
+            src,
+            src_lens,
+            self.alignments,
+            self.enc_lens,
+            self.lens,
+            self.reduction_factor,
+            self.encoder_reduction_factor,
+        )

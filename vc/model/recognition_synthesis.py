@@ -23,6 +23,7 @@ from torch import nn
 
 from vc.audio.pitch import FEATURES as PITCH_FEATURES
 from vc.masks import take_frames
+from vc.model.aligned_source import Timing
 from vc.model.content import ReadsContent, frozen_recognizer
 from vc.model.parallel_synthesizer import ParallelSynthesizer
 from vc.settings.inference import InferenceConfig
@@ -83,7 +84,16 @@ class RecognitionSynthesisVC(ReadsContent, nn.Module):
         return self.synthesizer(inputs, lens)
 
     @torch.no_grad()
-    def inference(self, mels, lens, config: InferenceConfig | None = None, pitch=None):
+    def inference(
+        self, mels, lens, config: InferenceConfig | None = None, pitch=None, timing: Timing | None = None
+    ):
         """Conversion (inference.speed as the parallel synthesizer's); ``pitch``: the input's pitch
-        features (vc/audio/pitch.py), (B, T, 2)."""
-        return self.synthesizer.inference(self.inputs(mels, lens, pitch), lens, config)
+        features (vc/audio/pitch.py), (B, T, 2). With ``timing`` (an attention model's conversion of the
+        same inputs), the input's content re-timed by its alignment, with its output's pitch: frames at
+        its timing (timing.lens), not the input's."""
+        inputs = self.inputs(mels, lens, pitch)
+        if timing is None:
+            return self.synthesizer.inference(inputs, lens, config)
+        content = timing.retime(inputs[..., :-PITCH_FEATURES], lens)
+        inputs = torch.cat([content, timing.pitch.to(content.dtype)], dim=-1)
+        return self.synthesizer.inference(inputs, timing.lens, config)
