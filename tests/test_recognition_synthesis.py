@@ -21,6 +21,8 @@ from tests.helpers import (
 from vc import Converter
 from vc.artifacts.checkpoint import load_checkpoint
 from vc.artifacts.companion import read_network_payload
+from vc.audio import read_speech
+from vc.audio.pitch import log_f0_stats
 from vc.cli import main
 from vc.config import Config
 from vc.errors import ConfigError
@@ -31,7 +33,7 @@ from vc.model.content import frozen_recognizer, read_content
 from vc.model.recognition_synthesis import RecognitionSynthesisVC
 from vc.pairs import read_pair_list
 from vc.settings.inference import InferenceConfig
-from vc.training.data import Batch
+from vc.training.data import Batch, feature_cache_dir, load_f0
 from vc.training.phonetic import MARKER
 from vc.training.trainer import ModelJob, model_loop, train, train_recognizer
 
@@ -326,6 +328,40 @@ def test_it_converts_at_an_attention_models_timing_with_its_alignment(trained, t
     assert main([*args, "--save-alignment", str(image), "--no-progress", first, str(out)]) == 0
     np.testing.assert_allclose(np.load(image), alone.alignment, atol=1e-6)  # on the CLI's threads
     assert len(sf.read(out)[0]) == len(timed.wave)
+
+
+def test_a_timings_pitch_is_read_in_the_range_the_converter_learned_its_targets_pitch_in(
+    trained, tmp_path, monkeypatch
+):
+    """The attention model's output is the target's voice: its pitch, read in the target's training
+    range (the checkpoint's target_pitch), keeps its level, which an output's own range would lose."""
+    config, exp = trained
+    payload = load_checkpoint(exp / "checkpoints" / "best.pt")
+    targets = load_f0(config.data.train_list, config.audio, feature_cache_dir(config, exp), progress=False)
+    expected = log_f0_stats([target for _, target in targets.values()])
+    assert payload["stats"]["target_pitch"] == pytest.approx(list(expected))
+    attention = tmp_path / "attention.pt"
+    save_tiny_checkpoint(attention)
+    converter = Converter.from_checkpoint(exp / "checkpoints" / "best.pt", mel2linear=False, timing=attention)
+    assert converter.target_pitch == pytest.approx(expected)
+    asked = []
+    timing_of = converter.timing.timing_of
+    monkeypatch.setattr(
+        converter.timing, "timing_of", lambda *args: asked.append(args[-1]) or timing_of(*args)
+    )
+    first = str(read_pair_list(config.data.train_list)[0].source)
+    converter.convert_file(first)
+    assert asked == [converter.target_pitch]
+    # whatever the untrained attention model says, YIN hears 200 Hz throughout: z in the given range
+    monkeypatch.setattr("vc.inference.converter.yin", lambda waves, lens, audio: torch.full(waves.shape[:1] + (
+        int(lens.max()) // audio.hop_length + 1,), 200.0))  # fmt: skip
+    wave = torch.from_numpy(read_speech(first, config.audio).wave)[None]
+    timing = timing_of(wave, torch.tensor([wave.shape[1]]), (5.0, 0.2))
+    frames = int(timing.lens[0])
+    torch.testing.assert_close(
+        timing.pitch[0, :frames, 0], torch.full((frames,), (np.log(200.0) - 5.0) / 0.2)
+    )
+    assert (timing.pitch[0, :frames, 1] == 1).all()
 
 
 def test_only_an_attention_model_times_only_a_recognition_synthesis_converter(trained, tmp_path, capsys):

@@ -24,7 +24,7 @@ from vc.artifacts.checkpoint import load_checkpoint, private_rng
 from vc.artifacts.companion import MEL2LINEAR, POSTFILTER
 from vc.audio import FeatureStats, LogMel, Speech, prepare_speech, prepare_wave, read_speech
 from vc.audio.dsp import with_silence
-from vc.audio.pitch import pitch_of
+from vc.audio.pitch import pitch_features, pitch_of, yin
 from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
 from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
@@ -66,6 +66,8 @@ class Converter:
     ``vocoder``: a name of vc.vocoders.VOCODERS; None: the config's vocoder.kind (the built-in
     Griffin-Lim unless a --set changed it). ``timing``: an attention model's converter whose timing and
     pitch this one speaks at (a recognition-synthesis converter only; vc.model.aligned_source.Timing).
+    ``target_pitch``: the log-F0 (mean, deviation) of the target's training recordings, the range this
+    model's pitch inputs were read in; a timing's pitch is read in it (else in each output's own range).
     """
 
     def __init__(
@@ -81,6 +83,7 @@ class Converter:
         postfilter: torch.nn.Module | None = None,
         vocoder: str | None = None,
         timing: Converter | None = None,
+        target_pitch: tuple[float, float] | None = None,
     ):
         if vocoder is not None:
             config = config.with_overrides([f"vocoder.kind={vocoder_name(vocoder)}"])
@@ -109,6 +112,7 @@ class Converter:
         if timing is not None:
             _check_timing(self, timing)
         self.timing = timing
+        self.target_pitch = target_pitch
 
     @classmethod
     def from_checkpoint(
@@ -157,6 +161,8 @@ class Converter:
             )
             if codebook is not None:  # one that does not fit the audio settings fails here, not later
                 codebook.check(config.audio)
+            # the target's pitch range, in the checkpoints of 2026-12-07 on of the kinds that read pitch
+            target_pitch = tuple(float(v) for v in stats["target_pitch"]) if "target_pitch" in stats else None
         except (RuntimeError, KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(
                 f"{path} is not a usable vc model checkpoint: {str(exc).splitlines()[0]}"
@@ -173,6 +179,7 @@ class Converter:
             source_codebook=codebook,
             postfilter=postfilter_net,
             timing=None if timing is None else cls.from_checkpoint(timing, device=str(device)),
+            target_pitch=target_pitch,
         )
 
     @classmethod
@@ -308,12 +315,17 @@ class Converter:
             return self.vocoder(converted, lens, generator=generator)
 
     @torch.no_grad()
-    def timing_of(self, padded: torch.Tensor, wave_lens: torch.Tensor) -> Timing:
+    def timing_of(
+        self, padded: torch.Tensor, wave_lens: torch.Tensor, pitch_range: tuple[float, float] | None = None
+    ) -> Timing:
         """This attention model's conversion of a batch as another converter speaks at it: its
-        alignment, and the pitch features of its own output (vocoded, then read as an input's)."""
+        alignment, and the pitch features of its own output (vocoded, then read by YIN) in
+        ``pitch_range``, the log-F0 (mean, deviation) the other converter learned its target's pitch in
+        (its output is the target's voice: its level and range carry over), else in each output's own."""
         out, converted = self._converted(padded, wave_lens)
         audio, audio_lens = self._vocoded(converted, out.lens)
-        pitch = pitch_of(audio.float(), audio_lens, self.config.audio)
+        f0 = yin(audio.float(), audio_lens, self.config.audio)
+        pitch = pitch_features(f0, audio_lens.to(f0.device) // self.config.audio.hop_length + 1, pitch_range)
         frames = int(out.lens.max())
         pitch = torch.nn.functional.pad(pitch[:, :frames], (0, 0, 0, max(0, frames - pitch.shape[1])))
         pitch = pitch * ~make_pad_mask(out.lens, frames).unsqueeze(-1)
@@ -333,7 +345,7 @@ class Converter:
         wave_lens = torch.tensor([len(w) for w in waves])
         padded = torch.nn.utils.rnn.pad_sequence([torch.from_numpy(w) for w in waves], batch_first=True)
         padded = padded.to(self.device)
-        timing = None if self.timing is None else self.timing.timing_of(padded, wave_lens)
+        timing = None if self.timing is None else self.timing.timing_of(padded, wave_lens, self.target_pitch)
         out, converted = self._converted(padded, wave_lens, timing)
         audio, audio_lens = self._vocoded(converted, out.lens)
         # Alignment rows: decoder steps of the attention model (the timing's, where it times the output),

@@ -144,6 +144,7 @@ class ModelJob(Job):
         # them only where the loss reads them).
         labels = self._phone_labels({**train, **dev})
         phones = labels["target"] if labels and self.config.train.phonetic_weight > 0 else None
+        self.target_pitch: tuple[float, float] | None = None  # the target's log-F0 (mean, deviation)
         train_pitch, dev_pitch = self._pitch() if self.kind.needs_pitch(self.config.model) else (None, None)
         self.train_set = ParallelDataset(
             train, self.src_stats, self.tgt_stats, self.durations, phones, train_pitch
@@ -190,6 +191,7 @@ class ModelJob(Job):
         if not self.is_main:
             train, dev = (load_f0(path, self.config.audio, cache_dir, progress=False) for path in lists)
         target = log_f0_stats([tgt for _, tgt in train.values()])
+        self.target_pitch = target  # in the checkpoint: the range its pitch inputs were read in
         log.info(
             "the target's log-F0: mean %.3f (%.0f Hz), deviation %.3f",
             target[0],
@@ -345,14 +347,14 @@ class ModelJob(Job):
         return {"model": self.model}
 
     def payload(self) -> dict:
-        return {
-            "config": self.config.to_dict(),
-            "stats": {
-                "source": self.src_stats.to_dict(),
-                "target": self.tgt_stats.to_dict(),
-                "source_codebook": self.source_codebook.to_dict(),
-            },
+        stats = {
+            "source": self.src_stats.to_dict(),
+            "target": self.tgt_stats.to_dict(),
+            "source_codebook": self.source_codebook.to_dict(),
         }
+        if self.target_pitch is not None:  # a timing's pitch is read in it (vc.inference.Converter)
+            stats["target_pitch"] = list(self.target_pitch)
+        return {"config": self.config.to_dict(), "stats": stats}
 
     def advice(self) -> str:
         return f"lower train.learning_rate (now {self.config.train.learning_rate:g})"
