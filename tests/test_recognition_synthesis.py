@@ -353,7 +353,7 @@ def test_a_timings_pitch_is_read_in_the_range_the_converter_learned_its_targets_
     converter.convert_file(first)
     assert asked == [converter.target_pitch]
     # whatever the untrained attention model says, YIN hears 200 Hz throughout: z in the given range
-    monkeypatch.setattr("vc.inference.converter.yin", lambda waves, lens, audio: torch.full(waves.shape[:1] + (
+    monkeypatch.setattr("vc.audio.pitch.yin", lambda waves, lens, audio: torch.full(waves.shape[:1] + (
         int(lens.max()) // audio.hop_length + 1,), 200.0))  # fmt: skip
     wave = torch.from_numpy(read_speech(first, config.audio).wave)[None]
     timing = timing_of(wave, torch.tensor([wave.shape[1]]), (5.0, 0.2))

@@ -111,8 +111,13 @@ def log_f0_stats(curves: list[torch.Tensor]) -> tuple[float, float]:
     return float(voiced.mean()), float(voiced.std())
 
 
-def pitch_of(waves: torch.Tensor, wave_lens: torch.Tensor, audio: AudioConfig) -> torch.Tensor:
+def pitch_of(
+    waves: torch.Tensor,
+    wave_lens: torch.Tensor,
+    audio: AudioConfig,
+    speaker: tuple[float, float] | None = None,
+) -> torch.Tensor:
     """(B, samples) zero-padded waves, (B,) lengths -> (B, frames, 2) pitch features at the log-mel's
-    frames (yin, then pitch_features)."""
+    frames (yin, then pitch_features, in ``speaker``'s range where given)."""
     f0 = yin(waves, wave_lens, audio)
-    return pitch_features(f0, wave_lens.to(f0.device) // audio.hop_length + 1)
+    return pitch_features(f0, wave_lens.to(f0.device) // audio.hop_length + 1, speaker)

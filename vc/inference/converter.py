@@ -24,7 +24,7 @@ from vc.artifacts.checkpoint import load_checkpoint, private_rng
 from vc.artifacts.companion import MEL2LINEAR, POSTFILTER
 from vc.audio import FeatureStats, LogMel, Speech, prepare_speech, prepare_wave, read_speech
 from vc.audio.dsp import with_silence
-from vc.audio.pitch import pitch_features, pitch_of, yin
+from vc.audio.pitch import pitch_of
 from vc.audio.voice_warp import VoiceCodebook, VoiceWarp
 from vc.config import Config
 from vc.errors import CheckpointError, ConfigError
@@ -324,8 +324,7 @@ class Converter:
         (its output is the target's voice: its level and range carry over), else in each output's own."""
         out, converted = self._converted(padded, wave_lens)
         audio, audio_lens = self._vocoded(converted, out.lens)
-        f0 = yin(audio.float(), audio_lens, self.config.audio)
-        pitch = pitch_features(f0, audio_lens.to(f0.device) // self.config.audio.hop_length + 1, pitch_range)
+        pitch = pitch_of(audio.float(), audio_lens, self.config.audio, pitch_range)
         frames = int(out.lens.max())
         pitch = torch.nn.functional.pad(pitch[:, :frames], (0, 0, 0, max(0, frames - pitch.shape[1])))
         pitch = pitch * ~make_pad_mask(out.lens, frames).unsqueeze(-1)
@@ -348,24 +347,20 @@ class Converter:
         timing = None if self.timing is None else self.timing.timing_of(padded, wave_lens, self.target_pitch)
         out, converted = self._converted(padded, wave_lens, timing)
         audio, audio_lens = self._vocoded(converted, out.lens)
-        # Alignment rows: decoder steps of the attention model (the timing's, where it times the output),
-        # output frames of the non-autoregressive one.
-        if timing is None:
-            alignments, steps, enc_lens = (
-                out.alignments,
-                self.kind.alignment_rows(out.lens, self.config.model),
-                out.enc_lens,
-            )
-        else:
-            alignments, enc_lens = timing.alignments, timing.enc_lens
-            steps = self.timing.kind.alignment_rows(timing.lens, self.timing.config.model)
+        # The alignment shown: the timing's where it times the output, else the model's. Its rows: decoder
+        # steps of the attention model, output frames of the non-autoregressive one.
+        shown, aligner = (out, self) if timing is None else (timing, self.timing)
+        steps = aligner.kind.alignment_rows(shown.lens, aligner.config.model)
         results = []
         for k in range(len(waves)):
             results.append(
                 Conversion(
                     wave=audio[k, : int(audio_lens[k])].float().cpu().numpy(),
                     sample_rate=self.config.audio.sample_rate,
-                    alignment=alignments[k, : int(steps[k]), : int(enc_lens[k])].float().cpu().numpy(),
+                    alignment=shown.alignments[k, : int(steps[k]), : int(shown.enc_lens[k])]
+                    .float()
+                    .cpu()
+                    .numpy(),
                     mel=converted[k, : int(out.lens[k])].float().cpu().numpy(),
                 )
             )
